@@ -1,0 +1,83 @@
+"""Side-by-side speed of verl's ``search_r1_like_qa_em`` and this package, on fresh rows.
+
+Every timed pass scores rows that no earlier pass in this process has seen (a new seed per
+pass), so no cache warmed by repeated rows is measured; rows of one GRPO group share their
+ground-truth object, as in training. verl's 1-in-64 prints go to /dev/null. Scores are checked
+identical before any time is reported.
+
+    python benchmarks/bench_search_r1.py [--groups 2500] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rollouts import make_rollouts
+from verl.utils.reward_score import search_r1_like_qa_em as reference
+
+import reward_plugins
+from reward_plugins.plugins import search_r1
+
+
+def _best_time(
+    make_rows: Callable[[int], list[tuple[str, str, Any]]],
+    score_row: Callable[[tuple[str, str, Any]], Any],
+    repeats: int,
+    seed: int,
+) -> float:
+    best = float("inf")
+    for repeat in range(repeats):
+        rows = make_rows(seed + repeat)
+        with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+            start = time.perf_counter()
+            for row in rows:
+                score_row(row)
+            best = min(best, (time.perf_counter() - start) / len(rows))
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, default=2500, help="GRPO groups of 8 per pass")
+    parser.add_argument("--repeats", type=int, default=3, help="timed passes (best is kept)")
+    args = parser.parse_args()
+
+    def make_rows(seed: int) -> list[tuple[str, str, Any]]:
+        return make_rollouts(args.groups, seed)
+
+    check = make_rows(10_000)
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        expected = [reference.compute_score(s, gt) for _, s, gt in check]
+        expected_subem = [reference.compute_score_subem(s, gt) for _, s, gt in check]
+    assert [search_r1.compute_score(s, gt) for _, s, gt in check] == expected
+    assert [search_r1.compute_score_subem(s, gt) for _, s, gt in check] == expected_subem
+    routed = [reward_plugins.compute_score(d, s, gt)["score"] for d, s, gt in check]
+    assert routed == [float(x) for x in expected]
+
+    size = sum(len(s) for _, s, _ in check) / len(check)
+    print(f"{len(check)} rows per pass, {size:.0f} chars per response, groups of 8")
+    cases: list[tuple[str, Callable[[tuple[str, str, Any]], Any]]] = [
+        ("verl search_r1_like_qa_em.compute_score", lambda r: reference.compute_score(r[1], r[2])),
+        ("reward_plugins search_r1.compute_score", lambda r: search_r1.compute_score(r[1], r[2])),
+        ("reward_plugins.compute_score (router, dict)", lambda r: reward_plugins.compute_score(*r)),
+        ("verl compute_score_subem", lambda r: reference.compute_score_subem(r[1], r[2])),
+        ("reward_plugins search_r1.compute_score_subem", lambda r: search_r1.compute_score_subem(r[1], r[2])),
+        ("reward_plugins.compute_score_subem (router)", lambda r: reward_plugins.compute_score_subem(*r)),
+    ]
+    times = {}
+    for seed, (name, score_row) in enumerate(cases):
+        times[name] = _best_time(make_rows, score_row, args.repeats, seed * 100)
+    base_em, base_subem = times[cases[0][0]], times[cases[3][0]]
+    print(f"{'function':48} {'us/row':>8} {'speed-up vs verl':>17}")
+    for index, (name, _) in enumerate(cases):
+        base = base_em if index < 3 else base_subem
+        print(f"{name:48} {times[name] * 1e6:8.2f} {base / times[name]:16.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Built-in plugins. Each module registers its scorers when imported."""
