@@ -1,0 +1,21 @@
+"""The package imports cheaply and exposes its public surface."""
+
+import subprocess
+import sys
+
+import reward_plugins
+
+
+def test_public_names() -> None:
+    for name in reward_plugins.__all__:
+        assert hasattr(reward_plugins, name), name
+
+
+def test_import_does_not_pull_heavy_dependencies() -> None:
+    code = (
+        "import sys, reward_plugins; "
+        "heavy = [m for m in ('verl', 'ray', 'torch', 'nltk', 'pandas', 'trl') if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
