@@ -62,12 +62,12 @@ def main() -> None:
     size = sum(len(s) for _, s, _ in check) / len(check)
     print(f"{len(check)} rows per pass, {size:.0f} chars per response, groups of 8")
     cases: list[tuple[str, Callable[[tuple[str, str, Any]], Any]]] = [
-        ("verl search_r1_like_qa_em.compute_score", lambda r: reference.compute_score(r[1], r[2])),
-        ("reward_plugins search_r1.compute_score", lambda r: search_r1.compute_score(r[1], r[2])),
-        ("reward_plugins.compute_score (router, dict)", lambda r: reward_plugins.compute_score(*r)),
+        ("verl compute_score", lambda r: reference.compute_score(r[1], r[2])),
+        ("search_r1.compute_score", lambda r: search_r1.compute_score(r[1], r[2])),
+        ("compute_score (router)", lambda r: reward_plugins.compute_score(*r)),
         ("verl compute_score_subem", lambda r: reference.compute_score_subem(r[1], r[2])),
-        ("reward_plugins search_r1.compute_score_subem", lambda r: search_r1.compute_score_subem(r[1], r[2])),
-        ("reward_plugins.compute_score_subem (router)", lambda r: reward_plugins.compute_score_subem(*r)),
+        ("search_r1.compute_score_subem", lambda r: search_r1.compute_score_subem(r[1], r[2])),
+        ("compute_score_subem (router)", lambda r: reward_plugins.compute_score_subem(*r)),
     ]
     times = {}
     for seed, (name, score_row) in enumerate(cases):

@@ -33,7 +33,10 @@ def _prose(rng: random.Random, words: int, entities: list[str]) -> str:
     out = []
     for _ in range(words):
         roll = rng.random()
-        out.append(rng.choice(entities) if roll < 0.05 else _word(rng) if roll < 0.3 else rng.choice(_FILLER))
+        if roll < 0.05:
+            out.append(rng.choice(entities))
+        else:
+            out.append(_word(rng) if roll < 0.3 else rng.choice(_FILLER))
     return " ".join(out)
 
 
