@@ -24,21 +24,12 @@ import reward_plugins
 from reward_plugins.plugins import search_r1
 
 
-def _best_time(
-    make_rows: Callable[[int], list[tuple[str, str, Any]]],
-    score_row: Callable[[tuple[str, str, Any]], Any],
-    repeats: int,
-    seed: int,
-) -> float:
-    best = float("inf")
-    for repeat in range(repeats):
-        rows = make_rows(seed + repeat)
-        with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
-            start = time.perf_counter()
-            for row in rows:
-                score_row(row)
-            best = min(best, (time.perf_counter() - start) / len(rows))
-    return best
+def _time_per_row(score_row: Callable[[tuple[str, str, Any]], Any], rows: list) -> float:
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        start = time.perf_counter()
+        for row in rows:
+            score_row(row)
+        return (time.perf_counter() - start) / len(rows)
 
 
 def main() -> None:
@@ -69,9 +60,13 @@ def main() -> None:
         ("search_r1.compute_score_subem", lambda r: search_r1.compute_score_subem(r[1], r[2])),
         ("compute_score_subem (router)", lambda r: reward_plugins.compute_score_subem(*r)),
     ]
-    times = {}
-    for seed, (name, score_row) in enumerate(cases):
-        times[name] = _best_time(make_rows, score_row, args.repeats, seed * 100)
+    # Cases are interleaved within each pass, so a change of machine load hits all of them; each
+    # case scores its own fresh rows (its own seed) and keeps its best pass.
+    times = dict.fromkeys((name for name, _ in cases), float("inf"))
+    for repeat in range(args.repeats):
+        for index, (name, score_row) in enumerate(cases):
+            rows = make_rows(1000 * repeat + index)
+            times[name] = min(times[name], _time_per_row(score_row, rows))
     base_em, base_subem = times[cases[0][0]], times[cases[3][0]]
     print(f"{'function':48} {'us/row':>8} {'speed-up vs verl':>17}")
     for index, (name, _) in enumerate(cases):

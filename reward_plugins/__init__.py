@@ -1,7 +1,8 @@
 """reward_plugins: rule-based rewards for RL fine-tuning of language models.
 
 Point verl at the routers with ``reward.custom_reward_function.path: pkg://reward_plugins`` and
-``name: compute_score`` (or ``compute_score_subem``, ``compute_score_f1``, ``compute_score_batch``).
+``name: compute_score`` (or ``compute_score_subem``, ``compute_score_f1``,
+``compute_score_format``, ``compute_score_batch``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from reward_plugins.router import (
     compute_score,
     compute_score_batch,
     compute_score_f1,
+    compute_score_format,
     compute_score_subem,
 )
 
@@ -24,6 +26,7 @@ __all__ = [
     "compute_score",
     "compute_score_batch",
     "compute_score_f1",
+    "compute_score_format",
     "compute_score_subem",
     "load_plugins",
     "register",

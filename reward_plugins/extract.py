@@ -28,9 +28,19 @@ TagScan = tuple[str | None, int, int]
 _ONE_PAIR = ["", "/"]
 
 
-@lru_cache(maxsize=64)
+_tag_patterns: dict[str, tuple[re.Pattern[str], str, str]] = {}
+
+
 def _tag_pattern(tag: str) -> tuple[re.Pattern[str], str, str]:
-    return re.compile(f"<(/?){re.escape(tag)}>"), f"<{tag}>", f"</{tag}>"
+    """``(pattern matching both tags, opener, closer)``; a dict lookup after the first call."""
+    entry = _tag_patterns.get(tag)
+    if entry is None:
+        entry = _tag_patterns[tag] = (
+            re.compile(f"<(/?){re.escape(tag)}>"),
+            f"<{tag}>",
+            f"</{tag}>",
+        )
+    return entry
 
 
 def scan_tags(text: str, tag: str = "answer", mode: ExtractMode = "last") -> TagScan:

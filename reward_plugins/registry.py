@@ -50,9 +50,12 @@ def _option_names(function: Scorer) -> frozenset[str]:
     return frozenset(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
-def register(name: str, data_sources: Iterable[str]) -> Callable[[Scorer], Scorer]:
+def register(
+    name: str, data_sources: Iterable[str], options: Iterable[str] | None = None
+) -> Callable[[Scorer], Scorer]:
     """Decorator registering a scorer under ``name`` for each of ``data_sources``.
 
+    ``options`` names the keywords the scorer accepts; by default its keyword-only parameters.
     Registering the same function again is a no-op; another function under a taken
     ``(data_source, name)`` raises :class:`ValueError`.
 
@@ -64,7 +67,9 @@ def register(name: str, data_sources: Iterable[str]) -> Callable[[Scorer], Score
     sources = [data_sources] if isinstance(data_sources, str) else list(data_sources)
 
     def decorator(function: Scorer) -> Scorer:
-        registration = Registration(function, _option_names(function))
+        registration = Registration(
+            function, _option_names(function) if options is None else frozenset(options)
+        )
         with _lock:
             for source in sources:
                 existing = _scorers.get(source, {}).get(name)

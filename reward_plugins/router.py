@@ -113,6 +113,20 @@ def compute_score_f1(
     return route("compute_score_f1", data_source, solution_str, ground_truth, kwargs, return_dict)
 
 
+def compute_score_format(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    return_dict: bool = True,
+    **kwargs: Any,
+) -> dict[str, Any] | float:
+    """Search-R1's format-aware reward: structure, final-format and retrieval scores over EM."""
+    return route(
+        "compute_score_format", data_source, solution_str, ground_truth, kwargs, return_dict
+    )
+
+
 def compute_score_batch(
     data_sources: Sequence[str],
     solution_strs: Sequence[str],

@@ -1,0 +1,113 @@
+"""Format validity of a Search-R1 trajectory, as Search-R1's ``qa_em_format.is_valid_sequence``.
+
+A valid trajectory is ``<think>...</think>``, then any number of rounds
+``<search>...</search> <information>...</information> <think>...</think>``, then exactly one
+``<answer>...</answer>``; every tag's opening and closing counts are equal; only whitespace
+stands between tags; nothing follows the answer. The tag names are parameters.
+
+Upstream checks the text after the first ``<|im_start|>assistant`` of the decoded prompt and
+response (so only Qwen's chat template passes) and rejects any end-of-turn token after the answer.
+Here ``prompt_included=False`` (the default) checks verl's response-only ``solution_str`` as it is
+and accepts trailing whitespace and end-of-turn markers; ``prompt_included=True`` is upstream.
+
+One regex split and a single pass over its parts: linear in the text length.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+ASSISTANT_MARKER = re.compile(r"<\|im_start\|>assistant\s*")
+"""Upstream's start-of-response marker (Qwen/ChatML), used only with ``prompt_included=True``."""
+
+DEFAULT_END_MARKERS: tuple[str, ...] = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>")
+
+
+class TrajectoryTags(NamedTuple):
+    """The four tag names of a trajectory."""
+
+    think: str = "think"
+    search: str = "search"
+    information: str = "information"
+    answer: str = "answer"
+
+
+class _Grammar(NamedTuple):
+    split: re.Pattern[str]
+    transitions: dict[tuple[str, str], str]
+    tags: tuple[str, ...]
+
+
+_CONTENT_STATES = frozenset({"in_think", "in_search", "in_information", "in_answer"})
+_grammars: dict[TrajectoryTags, _Grammar] = {}
+
+
+def _grammar(tags: TrajectoryTags) -> _Grammar:
+    grammar = _grammars.get(tags)
+    if grammar is None:
+        names = "|".join(re.escape(name) for name in tags)
+        think, search, information, answer = tags
+        transitions = {
+            ("start", f"<{think}>"): "in_think",
+            ("information", f"<{think}>"): "in_think",
+            ("in_think", f"</{think}>"): "after_think",
+            ("after_think", f"<{search}>"): "in_search",
+            ("in_search", f"</{search}>"): "after_search",
+            ("after_search", f"<{information}>"): "in_information",
+            ("in_information", f"</{information}>"): "information",
+            ("after_think", f"<{answer}>"): "in_answer",
+            ("in_answer", f"</{answer}>"): "end",
+        }
+        grammar = _grammars[tags] = _Grammar(re.compile(f"(</?(?:{names})>)"), transitions, tags)
+    return grammar
+
+
+SEARCH_R1_TAGS = TrajectoryTags()
+
+
+def format_error(
+    text: str,
+    tags: TrajectoryTags = SEARCH_R1_TAGS,
+    *,
+    prompt_included: bool = False,
+    end_markers: tuple[str, ...] = DEFAULT_END_MARKERS,
+) -> str | None:
+    """Why ``text`` is not a valid trajectory, or ``None`` when it is.
+
+    Example:
+        >>> format_error("<think>a</think><answer>Paris</answer><|im_end|>") is None
+        True
+        >>> format_error("<think>a</think><answer>Paris</answer>", prompt_included=True)
+        'missing assistant marker'
+    """
+    if prompt_included:
+        marker = ASSISTANT_MARKER.search(text)
+        if marker is None:
+            return "missing assistant marker"
+        text = text[marker.end() :]
+        end_markers = ()
+    grammar = _grammar(tags)
+    for name in grammar.tags:
+        opening, closing = text.count(f"<{name}>"), text.count(f"</{name}>")
+        if opening != closing:
+            return f"mismatch in {name} tags: {opening} opening vs {closing} closing"
+    state = "start"
+    for index, part in enumerate(grammar.split.split(text)):
+        if index % 2:  # a tag (re.split puts the captured separators at odd indices)
+            next_state = grammar.transitions.get((state, part))
+            if next_state is None:
+                return f"unexpected tag {part} in state {state}"
+            state = next_state
+        elif state not in _CONTENT_STATES and part.strip():
+            if state != "end":
+                return f"unexpected content between tags in state {state}"
+            if not _only_end_markers(part, end_markers):
+                return "unexpected content after the answer"
+    return None if state == "end" else f"incomplete sequence, ended in state {state}"
+
+
+def _only_end_markers(text: str, end_markers: tuple[str, ...]) -> bool:
+    for marker in end_markers:
+        text = text.replace(marker, "")
+    return not text.strip()
