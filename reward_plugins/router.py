@@ -20,6 +20,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.groundtruth import coerce_golds
 from reward_plugins.registry import lookup
 
@@ -63,7 +64,10 @@ def route(
     golds = coerce_golds(ground_truth, data_source)
     if options and options.keys() & VERL_CALL_KEYWORDS:
         options = {k: v for k, v in options.items() if k not in VERL_CALL_KEYWORDS}
-    result = registration.function(solution_str, golds, **options)
+    try:
+        result = registration.function(solution_str, golds, **options)
+    except InvalidGroundTruth as error:  # raised by an option such as reject_empty_gold
+        raise InvalidGroundTruth(f"data_source={data_source!r}: {error}") from error
     if logger.isEnabledFor(logging.DEBUG) and _sampled(solution_str):
         logger.debug(
             "%s %s golds=%r result=%r response=%r", scorer, data_source, golds, result, solution_str
