@@ -3,8 +3,8 @@
 TRL calls a reward function once per batch as
 ``f(prompts=..., completions=..., completion_ids=..., **columns)``: ``columns`` holds every other
 dataset column as a list with one entry per completion, plus TRL's own keywords
-(``trainer_state``; ``log_extra`` and ``log_metric`` since TRL 0.24). It expects one float per
-completion back and logs the mean under ``rewards/<__name__>/mean``.
+(``trainer_state``; in recent versions such as 1.16 also ``log_extra`` and ``log_metric``). It
+expects one float per completion back and logs their mean under ``rewards/<__name__>/mean``.
 
 :func:`make_reward_func` builds such a function. It is an instance of :class:`RewardFunction`,
 not a closure, so that it pickles (TRL and ``accelerate`` may ship reward functions to other
