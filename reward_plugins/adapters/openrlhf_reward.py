@@ -1,0 +1,256 @@
+"""OpenRLHF reward file: pass this file's path as ``--reward.remote_url`` (``--remote_rm_url``).
+
+OpenRLHF (0.11) loads the file by path and calls ``reward_func(queries, prompts, labels)`` from a
+worker thread, one rollout per call: ``queries`` are the decoded prompt plus response with the
+special tokens kept, ``prompts`` the prompts as rendered, ``labels`` the ``--data.label_key``
+column. Only the response is scored, as verl scores it: the prompt is cut off the front of the
+query (when the prompt was truncated, everything up to the last assistant marker of a common
+chat template is), and trailing end-of-turn tokens are dropped. The prompt's own example answer
+(Search-R1's ``<answer> Beijing </answer>``) is therefore never graded.
+
+A label is a JSON string (``{"target": [...]}``, optionally with a ``"data_source"`` key, or a
+JSON list of golds), a plain gold string, or an already decoded list or mapping.
+
+Configuration, read and checked when OpenRLHF loads the file (a mistake fails the launch rather
+than every rollout, since OpenRLHF swallows errors raised while scoring):
+
+- ``REWARD_PLUGINS_SCORER``: registered scorer name, default ``compute_score``;
+- ``REWARD_PLUGINS_DATA_SOURCE``: data source of labels that name none, default
+  ``searchR1_nq`` (all Search-R1 sources share one scorer);
+- ``REWARD_PLUGINS_OPTIONS``: the scorer's options as a JSON object, default ``{}``.
+
+OpenRLHF loads the file outside any package, so every import here is absolute.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from reward_plugins.errors import InvalidGroundTruth
+from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES
+from reward_plugins.registry import lookup
+from reward_plugins.router import route
+
+# OpenRLHF imports this file under the module name "reward_func", so name the logger explicitly.
+logger = logging.getLogger("reward_plugins.adapters.openrlhf_reward")
+
+SCORER_VARIABLE = "REWARD_PLUGINS_SCORER"
+DATA_SOURCE_VARIABLE = "REWARD_PLUGINS_DATA_SOURCE"
+OPTIONS_VARIABLE = "REWARD_PLUGINS_OPTIONS"
+DEFAULT_SCORER = "compute_score"
+DEFAULT_DATA_SOURCE = SEARCH_R1_DATA_SOURCES[0]
+
+ASSISTANT_MARKERS: tuple[str, ...] = (
+    "<|im_start|>assistant",  # ChatML: Qwen, Yi, OpenHermes
+    "<|start_header_id|>assistant<|end_header_id|>",  # Llama 3
+    "<|assistant|>",  # Phi-3, Zephyr, GLM-4
+    "<start_of_turn>model",  # Gemma
+    "<\uff5cAssistant\uff5c>",  # DeepSeek-V3 / R1 (full-width bars)
+    "[/INST]",  # Llama 2, Mistral
+    "Assistant:",  # plain templates (DeepSeek-R1-Zero style, OpenRLHF input_template)
+)
+"""Where a response starts when the prompt is not a prefix of the query; the first marker of
+this list found in the query wins (its last occurrence), so ``Assistant:`` is the last resort."""
+
+END_TOKENS: tuple[str, ...] = (
+    "<|im_end|>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<eos>",
+    "<\uff5cend\u2581of\u2581sentence\uff5c>",
+)
+"""End-of-turn and end-of-text tokens dropped from the end of a response."""
+
+
+class RewardConfig(NamedTuple):
+    """What ``reward_func`` scores with: the scorer, the default data source, the options.
+
+    (Not a dataclass: dataclasses need their module in ``sys.modules``, and OpenRLHF loads this
+    file without registering it there.)
+    """
+
+    scorer: str
+    data_source: str
+    options: Mapping[str, Any]
+
+
+def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
+    """Read and check the ``REWARD_PLUGINS_*`` variables.
+
+    Raises:
+        ValueError: ``REWARD_PLUGINS_OPTIONS`` is not a JSON object, or an option value is
+            rejected by the scorer (checked by scoring one empty response).
+        TypeError: an option the scorer does not accept; the message lists the valid ones.
+        UnknownDataSource: the data source or the scorer is not registered.
+    """
+    scorer = environ.get(SCORER_VARIABLE) or DEFAULT_SCORER
+    data_source = environ.get(DATA_SOURCE_VARIABLE) or DEFAULT_DATA_SOURCE
+    raw_options = environ.get(OPTIONS_VARIABLE) or "{}"
+    try:
+        options = json.loads(raw_options)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"{OPTIONS_VARIABLE} is not valid JSON ({error}): {raw_options!r}"
+        ) from error
+    if not isinstance(options, dict):
+        raise ValueError(
+            f"{OPTIONS_VARIABLE} must be a JSON object of scorer options, "
+            f"got a JSON {type(options).__name__}: {raw_options!r}"
+        )
+    try:
+        registration = lookup(data_source, scorer)
+    except LookupError as error:
+        raise type(error)(
+            f"{SCORER_VARIABLE}={scorer!r}, {DATA_SOURCE_VARIABLE}={data_source!r}: {error}"
+        ) from error
+    unknown = options.keys() - registration.options
+    if unknown:
+        raise TypeError(
+            f"{OPTIONS_VARIABLE}: scorer {scorer!r} for data source {data_source!r} got unknown "
+            f"option(s) {', '.join(map(repr, sorted(unknown)))}; valid options: "
+            f"{', '.join(sorted(registration.options)) or '(none)'}"
+        )
+    try:
+        registration.function("", (), **options)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{OPTIONS_VARIABLE}={raw_options}: {error}") from error
+    return RewardConfig(scorer, data_source, options)
+
+
+CONFIG = load_config()
+
+
+def response_text(query: str, prompt: str) -> str:
+    """The response part of ``query`` (prompt plus response), without trailing end tokens.
+
+    Raises:
+        ValueError: the prompt is not in the query and no assistant marker is either.
+    """
+    start = query.find(prompt) if prompt else -1
+    response = query[start + len(prompt) :] if start >= 0 else _after_assistant_marker(query)
+    return _strip_end_tokens(response)
+
+
+def _after_assistant_marker(query: str) -> str:
+    for marker in ASSISTANT_MARKERS:
+        position = query.rfind(marker)
+        if position >= 0:
+            return query[position + len(marker) :]
+    raise ValueError(
+        "cannot find the response in the query: the prompt is not part of it and it has none of "
+        f"the assistant markers {', '.join(ASSISTANT_MARKERS)}"
+    )
+
+
+def _strip_end_tokens(response: str) -> str:
+    while True:
+        trimmed = response.rstrip()
+        for token in END_TOKENS:
+            if trimmed.endswith(token):
+                response = trimmed[: -len(token)]
+                break
+        else:
+            return response
+
+
+def parse_label(label: Any) -> tuple[Any, str | None]:
+    """``(ground truth, data source or None)`` from one OpenRLHF label.
+
+    A string starting with ``{`` or ``[`` that parses as JSON is decoded; any other string is a
+    single gold answer. A mapping may name its ``data_source``.
+
+    Raises:
+        InvalidGroundTruth: the label is empty (no ``--data.label_key`` given?).
+    """
+    if isinstance(label, str):
+        text = label.strip()
+        if not text:
+            raise InvalidGroundTruth(
+                "the label is empty: pass --data.label_key naming the column of gold answers"
+            )
+        if not text.startswith(("{", "[")):
+            return label, None
+        try:
+            label = json.loads(text)
+        except json.JSONDecodeError:
+            return label, None
+    if isinstance(label, Mapping):
+        return label, label.get("data_source")
+    return label, None
+
+
+def reward_func(
+    queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any
+) -> dict[str, Any]:
+    """Score each response with the configured scorer.
+
+    Args:
+        queries: decoded prompt plus response, special tokens included.
+        prompts: the prompts, as rendered before tokenization.
+        labels: one label per query (see :func:`parse_label`).
+        **kwargs: accepted and ignored, for later OpenRLHF versions.
+
+    Returns:
+        ``{"rewards": tensor, "scores": tensor, "extra_logs": {key: tensor}}``: float32 tensors
+        of shape ``(len(queries),)``; ``scores`` equals ``rewards``; ``extra_logs`` holds every
+        other numeric key of the scorer's result (``em``, ``subem``, ``f1``, ``answer_found``,
+        ``answer_tags``, ``spam_penalized``, ...).
+
+    Raises:
+        ValueError: the three lists differ in length, or a response cannot be located.
+        InvalidGroundTruth, UnknownDataSource, TypeError: from the router. Every error is also
+            logged, since OpenRLHF only logs it at INFO level.
+    """
+    import torch
+
+    if not len(queries) == len(prompts) == len(labels):
+        raise ValueError(
+            f"reward_func: got {len(queries)} queries, {len(prompts)} prompts and "
+            f"{len(labels)} labels"
+        )
+    results = []
+    for row, (query, prompt, label) in enumerate(zip(queries, prompts, labels, strict=True)):
+        try:
+            ground_truth, data_source = parse_label(label)
+            response = response_text(query, prompt)
+            results.append(
+                route(
+                    CONFIG.scorer,
+                    data_source or CONFIG.data_source,
+                    response,
+                    ground_truth,
+                    CONFIG.options,
+                )
+            )
+        except Exception:
+            logger.exception("reward_plugins could not score row %d (label %.200r)", row, label)
+            raise
+    rewards = torch.tensor([float(result["score"]) for result in results], dtype=torch.float32)
+    extra_logs = {
+        key: torch.tensor([float(result[key]) for result in results], dtype=torch.float32)
+        for key in _numeric_keys(results)
+    }
+    return {"rewards": rewards, "scores": rewards, "extra_logs": extra_logs}
+
+
+def _numeric_keys(results: list[Mapping[str, Any]]) -> list[str]:
+    """Keys besides ``score`` whose value is a number in every result."""
+    if not results:
+        return []
+    return [
+        key
+        for key in results[0]
+        if key != "score"
+        and all(
+            isinstance(result.get(key), (int, float)) and not isinstance(result.get(key), bool)
+            for result in results
+        )
+    ]
