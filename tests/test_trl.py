@@ -444,7 +444,10 @@ def test_unknown_option_lists_valid_ones_and_says_which_scorer_checked() -> None
         make_reward_func(formt_score=0.1)
     message = str(caught.value)
     assert "'formt_score'" in message
-    assert "valid options: extract, format_score, max_answer_tags, score, spam_factor" in message
+    assert (
+        "valid options: extract, format_score, max_answer_tags, max_answer_words, normalizer, "
+        "reject_empty_gold, score, spam_factor, subem_word_boundary"
+    ) in message
     assert "Search-R1" in message and "'searchR1_nq'" in message
 
 
