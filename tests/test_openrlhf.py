@@ -288,7 +288,7 @@ CONFIG_ERRORS = [
     (
         {"REWARD_PLUGINS_OPTIONS": '{"formt_score": 0.1}'},
         TypeError,
-        r"'formt_score'; valid options: extract, format_score, max_answer_tags, score, spam_factor",
+        r"'formt_score'; valid options: extract, format_score, max_answer_tags, max_answer_words",
     ),
     ({"REWARD_PLUGINS_OPTIONS": '{"extract": "middle"}'}, ValueError, r"extract must be one of"),
     (
