@@ -742,3 +742,21 @@ def test_key_set_is_the_same_on_every_branch() -> None:
         assert result["spam_penalized"] == 0.0  # repetition invalidates the format instead
         scores.add(result["score"])
     assert len(scores) >= 5  # the branches above really are different branches
+
+
+def test_end_markers_from_a_hydra_list() -> None:
+    """verl passes ``reward_kwargs`` from Hydra: a list arrives as an OmegaConf ``ListConfig``."""
+    from omegaconf import OmegaConf
+
+    kwargs = OmegaConf.create({"reward_kwargs": {"end_markers": ["<|end|>"]}}).reward_kwargs
+    options = dict(kwargs)
+    trajectory = "<think>t</think><answer>Paris</answer>"
+    assert (
+        reward_plugins.compute_score_format(
+            "searchR1_nq", trajectory + "<|end|>", "Paris", structure_format_score=0.2, **options
+        )["score"]
+        == 1.0
+    )
+    assert reward_plugins.compute_score_format(
+        "searchR1_nq", trajectory + "</s>", "Paris", structure_format_score=0.2, **options
+    )["score"] == pytest.approx(0.8)
