@@ -424,3 +424,20 @@ def test_guards_match_the_rules_on_generated_answers(
         return
     got = function(solution, {"target": golds}, format_score=0.1, **guards)
     assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_word_boundary_applies_to_the_retrieval_check() -> None:
+    """Gold "yes" inside "yesterday" in a retrieved block is no retrieval hit under the guard."""
+    response = (
+        "<think>t</think><search>q</search><information>It rained yesterday.</information>"
+        "<think>t</think><answer>no</answer>"
+    )
+    options = {"structure_format_score": 0.2, "retrieval_score": 0.1}
+    assert search_r1.compute_score_format(response, ["yes"], **options) == 0.30000000000000004
+    guarded = search_r1.compute_score_format(response, ["yes"], subem_word_boundary=True, **options)
+    assert guarded == 0.2
+
+
+def test_negative_max_answer_words_is_rejected() -> None:
+    with pytest.raises(ValueError, match="max_answer_words must be >= 0, got -1"):
+        search_r1.compute_score("<answer>Paris</answer>", ["Paris"], max_answer_words=-1)

@@ -241,6 +241,8 @@ def _check_options(
         raise TypeError(
             f"max_answer_words must be an int or None, got {type(max_answer_words).__name__}"
         )
+    if max_answer_words is not None and max_answer_words < 0:
+        raise ValueError(f"max_answer_words must be >= 0, got {max_answer_words}")
 
 
 def _reject_unknown(function: str, options: dict[str, Any], valid: frozenset[str]) -> None:
@@ -401,7 +403,9 @@ def _format_outcome(
         max_answer_words=max_answer_words,
         reject_empty_gold=reject_empty_gold,
     )
-    retrieval_hit = valid and _retrieval_hit(solution_str, golds, information_tag, normalizer)
+    retrieval_hit = valid and _retrieval_hit(
+        solution_str, golds, information_tag, normalizer, subem_word_boundary, reject_empty_gold
+    )
     correct = answer is not None and comparison.em and not comparison.too_long
     if correct:
         reward = score if valid else score - structure_format_score
@@ -415,15 +419,21 @@ def _format_outcome(
     return outcome, valid, retrieval_hit
 
 
-def _retrieval_hit(text: str, golds: Golds, information_tag: str, normalizer: str) -> bool:
+def _retrieval_hit(
+    text: str,
+    golds: Golds,
+    information_tag: str,
+    normalizer: str,
+    word_boundary: bool,
+    reject_empty_gold: bool,
+) -> bool:
+    """A normalized gold inside a normalized information block (under the SubEM guards)."""
     normalize = get_normalizer(normalizer)
-    gold_strings = _gold_index(golds, normalizer, False).strings
-    for block in find_tag_spans(text, information_tag):
-        normalized = normalize(block.strip())
-        for gold in gold_strings:
-            if gold in normalized:
-                return True
-    return False
+    index = _gold_index(golds, normalizer, reject_empty_gold)
+    return any(
+        _subem(normalize(block.strip()), index, word_boundary)
+        for block in find_tag_spans(text, information_tag)
+    )
 
 
 FORMAT_OPTIONS: frozenset[str] = frozenset(

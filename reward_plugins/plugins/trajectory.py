@@ -107,7 +107,12 @@ def format_error(
     return None if state == "end" else f"incomplete sequence, ended in state {state}"
 
 
-def _only_end_markers(text: str, end_markers: tuple[str, ...]) -> bool:
-    for marker in end_markers:
-        text = text.replace(marker, "")
-    return not text.strip()
+def _only_end_markers(text: str, end_markers: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``text`` is whitespace and whole end markers only, peeled off from its end."""
+    text = text.rstrip()
+    while text:
+        marker = next((m for m in end_markers if m and text.endswith(m)), None)
+        if marker is None:
+            return False
+        text = text[: -len(marker)].rstrip()
+    return True
