@@ -43,7 +43,7 @@ GOLD_SETS: tuple[tuple[str, ...], ...] = (
     ("北京",),
     ("İstanbul",),
     ("Straße",),
-    ("Ｐａｒｉｓ",),
+    ("\uff30\uff41\uff52\uff49\uff53",),  # full-width "Paris"
     ("don't-stop", "Don't Stop"),
     ("",),  # empty gold: normalizes to "", SubEM matches every answer
     ("", "x"),
@@ -86,10 +86,10 @@ FILLERS: tuple[str, ...] = (
     "Doc 1 (Title: Paris) Paris is the capital of France.",
     "who is the mayor",
     "  \n\t ",
-    "résumé naïve café — “quoted” ‘single’",
+    "résumé naïve café — “quoted” \u2018single\u2019",
     "数据 检索 北京是中国的首都。",
     "\u00a0\u3000\u200b\x1c\x1d\x1e\x1f\x85",
-    "<tool_call>{\"name\": \"search\"}</tool_call>",
+    '<tool_call>{"name": "search"}</tool_call>',
     "a < b > c </ answer> <answer",
     "",
 )
@@ -405,11 +405,11 @@ EDGE_CASES: list[tuple[str, str, str, Any, dict[str, Any], Any]] = [
     # CJK full stop is not ASCII punctuation
     ("cjk-punctuation", "em", "<answer>北京。</answer>", ["北京"], {}, 0.0),
     # no NFKC folding of full-width letters
-    ("full-width", "em", "<answer>Ｐａｒｉｓ</answer>", PARIS, {}, 0.0),
+    ("full-width", "em", "<answer>\uff30\uff41\uff52\uff49\uff53</answer>", PARIS, {}, 0.0),
     # no accent folding
     ("accent", "em", "<answer>Pelé</answer>", ["Pele"], {}, 0.0),
     # curly apostrophe is not ASCII punctuation
-    ("curly-quote", "em", "<answer>O’Neil</answer>", ["O'Neil"], {}, 0.0),
+    ("curly-quote", "em", "<answer>O\u2019Neil</answer>", ["O'Neil"], {}, 0.0),
     # no-break and ideographic spaces are stripped
     ("nbsp-ideographic-space", "em", "<answer>\u00a0Paris\u3000</answer>", PARIS, {}, 1.0),
     # zero-width space is not whitespace
