@@ -6,7 +6,7 @@ import functools
 import logging
 import pickle
 import random
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 import cloudpickle
@@ -158,6 +158,30 @@ def test_numpy_string_data_source() -> None:
     assert reward_plugins.compute_score(source, BRANCHES["correct"], TRUTH)["score"] == 1.0
 
 
+def test_concurrent_threads_agree_with_serial_calls() -> None:
+    """verl runs sync reward functions in executor threads; GRPO siblings share one dict."""
+    groups = [
+        {"target": ["Paris"]},
+        {"target": np.array(["London", "the city of London"], dtype=object)},
+        {"target": ("Berlin",)},
+        {"target": "Rome"},
+    ]
+    answers = ["Paris", "London", "Berlin", "Rome", "city of London", "nothing"]
+    rows = [
+        (
+            SEARCH_R1_DATA_SOURCES[i % 7],
+            f"<answer>{answers[i % 6]}</answer>" * (1 + i % 12),
+            groups[(i // 8) % 4],
+        )
+        for i in range(4000)
+    ]
+    serial = [reward_plugins.compute_score_subem(*row) for row in rows]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        threaded = list(pool.map(lambda row: reward_plugins.compute_score_subem(*row), rows))
+    assert threaded == serial
+    assert {result["score"] for result in serial} == {0.0, 1.0}
+
+
 # ---------------------------------------------------------------------------------- batch
 
 
@@ -271,3 +295,14 @@ def test_debug_logging_is_sampled_deterministically(caplog: pytest.LogCaptureFix
     assert set(first) <= set(responses)
     message = caplog.records[0].getMessage()
     assert "compute_score searchR1_nq" in message and "golds=('Paris', 'City of Light')" in message
+
+
+def test_debug_logging_accepts_lone_surrogates(caplog: pytest.LogCaptureFixture) -> None:
+    """Decoded model output may hold lone surrogates; sampling must not crash on them."""
+    caplog.set_level(logging.DEBUG, logger="reward_plugins.router")
+    for i in range(1000):
+        result = reward_plugins.compute_score("searchR1_nq", f"<answer>\ud800{i}</answer>", TRUTH)
+        assert result["score"] == 0.0
+    logged = [record for record in caplog.records if record.name == "reward_plugins.router"]
+    assert len(logged) == 10  # these 1000 responses hold 10 sampled ones
+    assert all(r"\ud800" in record.getMessage() for record in logged)
