@@ -304,5 +304,5 @@ def test_debug_logging_accepts_lone_surrogates(caplog: pytest.LogCaptureFixture)
         result = reward_plugins.compute_score("searchR1_nq", f"<answer>\ud800{i}</answer>", TRUTH)
         assert result["score"] == 0.0
     logged = [record for record in caplog.records if record.name == "reward_plugins.router"]
-    assert len(logged) == 10  # these 1000 responses hold 10 sampled ones
+    assert 1 <= len(logged) <= 50  # about 1000 / 64 sampled
     assert all(r"\ud800" in record.getMessage() for record in logged)
