@@ -1,0 +1,298 @@
+"""Ground-truth shapes: every accepted one is read as a tuple of str, every other one is refused.
+
+Refusals raise ``reward_plugins.InvalidGroundTruth`` (a ``ValueError``) naming the data source and
+the type received. The routers never mutate their inputs, including the dicts that verl shares
+across the rows of a GRPO group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import reward_plugins
+from reward_plugins import InvalidGroundTruth
+from reward_plugins.groundtruth import coerce_golds
+from reward_plugins.plugins import search_r1
+
+REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
+ROUTERS: tuple[Callable[..., Any], ...] = (
+    reward_plugins.compute_score,
+    reward_plugins.compute_score_subem,
+    reward_plugins.compute_score_f1,
+)
+
+PAIR = ("Paris", "paris city")
+
+# (id, ground truth) -> golds ("Paris", "paris city") or ("Paris",)
+ACCEPTED: list[tuple[str, Any, tuple[str, ...]]] = [
+    ("dict-list", {"target": list(PAIR)}, PAIR),
+    ("dict-tuple", {"target": PAIR}, PAIR),
+    ("dict-object-ndarray", {"target": np.array(PAIR, dtype=object)}, PAIR),
+    ("dict-unicode-ndarray", {"target": np.array(PAIR)}, PAIR),
+    ("dict-ndarray-of-np-str", {"target": np.array([np.str_(g) for g in PAIR], object)}, PAIR),
+    ("dict-list-of-np-str", {"target": [np.str_(g) for g in PAIR]}, PAIR),
+    ("dict-str", {"target": "Paris"}, ("Paris",)),
+    ("dict-np-str", {"target": np.str_("Paris")}, ("Paris",)),
+    ("mapping-proxy", MappingProxyType({"target": list(PAIR)}), PAIR),
+    ("dict-extra-keys", {"target": ["Paris"], "style": "rule"}, ("Paris",)),
+    ("bare-list", list(PAIR), PAIR),
+    ("bare-tuple", PAIR, PAIR),
+    ("bare-ndarray", np.array(PAIR, dtype=object), PAIR),
+    ("bare-unicode-ndarray", np.array(PAIR), PAIR),
+    ("bare-str", "Paris", ("Paris",)),
+    ("bare-np-str", np.str_("Paris"), ("Paris",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("ground_truth", "golds"),
+    [case[1:] for case in ACCEPTED],
+    ids=[case[0] for case in ACCEPTED],
+)
+def test_accepted_shapes(ground_truth: Any, golds: tuple[str, ...]) -> None:
+    coerced = coerce_golds(ground_truth, "searchR1_nq")
+    assert coerced == golds
+    assert type(coerced) is tuple
+    assert all(type(gold) is str for gold in coerced)
+    for router in ROUTERS:
+        assert router("searchR1_nq", "<answer>Paris</answer>", ground_truth)["score"] == 1.0
+        assert router("searchR1_nq", "<answer>Lyon</answer>", ground_truth)["score"] == 0.0
+    assert search_r1.compute_score("<answer>paris</answer>", ground_truth) == 1.0
+
+
+EMPTY_TARGETS: list[tuple[str, Any]] = [
+    ("list", []),
+    ("tuple", ()),
+    ("object-ndarray", np.array([], dtype=object)),
+    ("unicode-ndarray", np.array([], dtype=str)),
+    ("float-ndarray", np.array([])),  # what np.array([]) gives: no element to refuse
+]
+
+
+@pytest.mark.parametrize("target", [c[1] for c in EMPTY_TARGETS], ids=[c[0] for c in EMPTY_TARGETS])
+def test_empty_target_never_matches(target: Any) -> None:
+    assert coerce_golds({"target": target}) == ()
+    for response in ("<answer>Paris</answer>", "<answer></answer>", "<answer>the</answer>"):
+        for router in ROUTERS:
+            result = router("searchR1_nq", response, {"target": target})
+            assert result["score"] == 0.0
+            assert (result["acc"], result["em"], result["subem"], result["f1"]) == (0, 0, 0, 0)
+            assert result["answer_found"] == 1.0
+        assert search_r1.compute_score_subem(response, {"target": target}) == 0.0
+    assert (
+        reward_plugins.compute_score("searchR1_nq", "no answer", {"target": target})["score"] == 0
+    )
+
+
+# (id, ground truth, type name the message must show)
+REJECTED: list[tuple[str, Any, str]] = [
+    ("none", None, "NoneType"),
+    ("int", 3, "int"),
+    ("float", 1.5, "float"),
+    ("bool", True, "bool"),
+    ("bytes", b"Paris", "bytes"),
+    ("dict-without-target", {"answers": ["Paris"]}, "dict"),
+    ("empty-dict", {}, "dict"),
+    ("target-none", {"target": None}, "NoneType"),
+    ("target-int", {"target": 7}, "int"),
+    ("target-dict", {"target": {"text": "Paris"}}, "dict"),
+    ("target-set", {"target": {"Paris"}}, "set"),
+    ("bytes-elements-list", {"target": [b"Paris"]}, "bytes"),
+    ("bytes-elements-ndarray", {"target": np.array([b"Paris"])}, "bytes"),
+    ("none-element", {"target": ["Paris", None]}, "NoneType"),
+    ("int-element", {"target": ["Paris", 1990]}, "int"),
+    ("nested-list", {"target": [["Paris"]]}, "list"),
+    ("nested-tuple", [("Paris",)], "tuple"),
+    ("two-d-array", {"target": np.array([["Paris", "Lyon"]])}, "numpy.ndarray"),
+    ("zero-d-array", np.array("Paris"), "numpy.ndarray"),
+    ("float-ndarray", {"target": np.array([1.0])}, "float"),
+]
+
+
+@pytest.mark.parametrize(
+    ("ground_truth", "type_name"),
+    [case[1:] for case in REJECTED],
+    ids=[case[0] for case in REJECTED],
+)
+def test_rejected_shapes(ground_truth: Any, type_name: str) -> None:
+    for router in ROUTERS:
+        with pytest.raises(InvalidGroundTruth) as caught:
+            router("searchR1_hotpotqa", "<answer>Paris</answer>", ground_truth)
+        assert isinstance(caught.value, ValueError)
+        message = str(caught.value)
+        assert "searchR1_hotpotqa" in message
+        assert type_name in message
+    with pytest.raises(InvalidGroundTruth):
+        search_r1.compute_score("<answer>Paris</answer>", ground_truth)
+
+
+def test_first_call_of_a_process_rejects_none() -> None:
+    """The very first router call of a fresh process, with ``None``, raises InvalidGroundTruth.
+
+    (A fresh process has no cached ground truth yet; run in a subprocess to be sure.)
+    """
+    code = (
+        "import reward_plugins\n"
+        "try:\n"
+        "    reward_plugins.compute_score('searchR1_nq', '<answer>x</answer>', None)\n"
+        "except reward_plugins.InvalidGroundTruth as error:\n"
+        "    print('InvalidGroundTruth', error)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY_ROOT)}
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=REPOSITORY_ROOT,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("InvalidGroundTruth data_source='searchR1_nq'")
+    assert "NoneType" in completed.stdout
+
+
+def test_message_names_the_row_field() -> None:
+    with pytest.raises(InvalidGroundTruth, match=r"ground_truth\['target'\]\[1\]"):
+        coerce_golds({"target": ["Paris", b"x"]}, "searchR1_nq")
+    with pytest.raises(InvalidGroundTruth, match=r"^ground_truth"):
+        coerce_golds(None)  # no data source known: the message starts with the field
+
+
+# ------------------------------------------------------------------------- no input mutation
+
+
+def _assert_identical(before: Any, after: Any) -> None:
+    """Deep equality that also compares numpy arrays (dtype and content) and container types."""
+    assert type(before) is type(after)
+    if isinstance(before, dict):
+        assert list(before) == list(after)
+        for key in before:
+            _assert_identical(before[key], after[key])
+    elif isinstance(before, (list, tuple)):
+        assert len(before) == len(after)
+        for left, right in zip(before, after, strict=True):
+            _assert_identical(left, right)
+    elif isinstance(before, np.ndarray):
+        assert before.dtype == after.dtype
+        assert before.shape == after.shape
+        assert before.tolist() == after.tolist()
+    else:
+        assert before == after
+
+
+def _extra_info() -> dict[str, Any]:
+    """An ``extra_info`` as verl's Search-R1 preprocessing and reward managers build it."""
+    return {
+        "index": 17,
+        "need_tools_kwargs": True,
+        "question": "capital of France?",
+        "split": "train",
+        "tools_kwargs": {
+            "search": {"create_kwargs": {"ground_truth": ["Paris"], "data_source": "searchR1_nq"}}
+        },
+        "num_turns": 3,
+        "rollout_reward_scores": {},
+    }
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        ["Paris", "paris city"],
+        ("Paris",),
+        np.array(["Paris", "x"], dtype=object),
+        np.array(["Paris"]),
+    ],
+    ids=["list", "tuple", "object-ndarray", "unicode-ndarray"],
+)
+def test_group_of_eight_shares_inputs_without_mutation(target: Any) -> None:
+    """One ground-truth dict and one extra_info dict serve a GRPO group of 8, unchanged."""
+    ground_truth = {"target": target}
+    extra_info = _extra_info()
+    ground_truth_before, extra_info_before = copy.deepcopy(ground_truth), copy.deepcopy(extra_info)
+    target_object = ground_truth["target"]
+    responses = [
+        f"<think>{i}</think><answer>{'Paris' if i % 2 else 'Lyon'}</answer>" for i in range(8)
+    ]
+    scores = []
+    for router in ROUTERS:
+        scores.append(
+            [
+                router("searchR1_nq", response, ground_truth, extra_info)["score"]
+                for response in responses
+            ]
+        )
+    batch = reward_plugins.compute_score_batch(
+        ["searchR1_nq"] * 8, responses, [ground_truth] * 8, [extra_info] * 8
+    )
+    assert [result["score"] for result in batch] == scores[0]
+    assert scores[0] == [0.0, 1.0] * 4
+    _assert_identical(ground_truth_before, ground_truth)
+    _assert_identical(extra_info_before, extra_info)
+    assert ground_truth["target"] is target_object
+
+
+def test_plugin_functions_do_not_mutate_inputs() -> None:
+    ground_truth = {"target": np.array(["Paris"], dtype=object)}
+    before = copy.deepcopy(ground_truth)
+    with contextlib.redirect_stdout(io.StringIO()):
+        for function in (search_r1.compute_score, search_r1.compute_score_subem):
+            function("<answer>Paris</answer>" * 11, ground_truth)
+    _assert_identical(before, ground_truth)
+
+
+def _mutations() -> list[tuple[str, Callable[[dict[str, Any]], None]]]:
+    def append(truth: dict[str, Any]) -> None:
+        truth["target"].append("London")
+
+    def replace_element(truth: dict[str, Any]) -> None:
+        truth["target"][0] = "London"
+
+    def clear(truth: dict[str, Any]) -> None:
+        truth["target"].clear()
+
+    def assign_new_list(truth: dict[str, Any]) -> None:
+        truth["target"] = ["London"]
+
+    return [
+        ("append", append),
+        ("replace-element", replace_element),
+        ("clear", clear),
+        ("assign-new-list", assign_new_list),
+    ]
+
+
+@pytest.mark.parametrize("mutate", [m[1] for m in _mutations()], ids=[m[0] for m in _mutations()])
+def test_caller_mutating_the_target_between_calls(mutate: Callable[[dict[str, Any]], None]) -> None:
+    """A caller that edits the gold list between calls gets scores for the current golds.
+
+    verl's reference reads ``ground_truth["target"]`` afresh on every call, so after the edit the
+    plugin functions and the routers must agree with it on the same dict object.
+    """
+    from verl.utils.reward_score import search_r1_like_qa_em as verl_qa
+
+    ground_truth = {"target": ["Paris"]}
+    responses = ("<answer>Paris</answer>", "<answer>London</answer>")
+    for response in responses:  # prime any per-object cache
+        search_r1.compute_score(response, ground_truth)
+        reward_plugins.compute_score("searchR1_nq", response, ground_truth)
+    mutate(ground_truth)
+    for response in responses:
+        with contextlib.redirect_stdout(io.StringIO()):
+            expected = verl_qa.compute_score(response, ground_truth)
+        assert search_r1.compute_score(response, ground_truth) == expected, response
+        routed = reward_plugins.compute_score("searchR1_nq", response, ground_truth)
+        assert routed["score"] == float(expected), response

@@ -1,0 +1,277 @@
+"""The registry: lookups, did-you-mean errors, registration rules and entry-point plugins.
+
+Entry-point tests install a real distribution into a temporary ``sys.path`` entry (a
+``*.dist-info`` folder with ``METADATA`` and ``entry_points.txt`` plus the module it names), so
+``importlib.metadata`` finds it exactly as it finds an installed package.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reward_plugins
+from reward_plugins import UnknownDataSource, load_plugins, register, registered, registry
+from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES, score_em
+from reward_plugins.router import route
+
+REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
+QA_SCORERS = ("compute_score", "compute_score_f1", "compute_score_subem")
+
+
+@pytest.fixture
+def registry_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Snapshot the registry (and the entry-point state) and restore it after the test."""
+    registered()  # make sure the built-in plugins are part of the snapshot
+    scorers = {source: dict(by_name) for source, by_name in registry._scorers.items()}
+    loaded = set(registry._loaded_modules)
+    entry_points_loaded = registry._entry_points_loaded
+    modules = set(sys.modules)
+    yield
+    registry._scorers.clear()
+    registry._scorers.update(scorers)
+    registry._loaded_modules.clear()
+    registry._loaded_modules.update(loaded)
+    registry._entry_points_loaded = entry_points_loaded
+    for name in set(sys.modules) - modules:
+        if name.startswith("rp_test_"):
+            del sys.modules[name]
+
+
+def test_builtin_search_r1_registrations() -> None:
+    sources = registered()
+    for source in SEARCH_R1_DATA_SOURCES:
+        assert set(QA_SCORERS) <= set(sources[source])  # later QA scorers may join them
+    assert SEARCH_R1_DATA_SOURCES == (
+        "searchR1_nq",
+        "searchR1_triviaqa",
+        "searchR1_popqa",
+        "searchR1_hotpotqa",
+        "searchR1_2wikimultihopqa",
+        "searchR1_musique",
+        "searchR1_bamboogle",
+    )
+    with pytest.raises(TypeError):
+        registered()["x"] = ()  # type: ignore[index]
+
+
+def test_option_names_are_the_keyword_only_parameters() -> None:
+    """The issue's options are accepted (more may be); penalize_subem only by SubEM."""
+    common = {"format_score", "score", "max_answer_tags", "spam_factor", "extract"}
+    em = registry.lookup("searchR1_nq", "compute_score").options
+    f1 = registry.lookup("searchR1_nq", "compute_score_f1").options
+    subem = registry.lookup("searchR1_musique", "compute_score_subem").options
+    assert common <= em and common <= f1
+    assert subem == em | {"penalize_subem"}
+    assert "penalize_subem" not in em | f1
+    assert registry.lookup("searchR1_nq", "compute_score").function is score_em
+
+
+@pytest.mark.parametrize(
+    ("data_source", "suggestion"),
+    [
+        ("searchR1_nqq", "searchR1_nq"),
+        ("searchr1_hotpotqa", "searchR1_hotpotqa"),
+        ("searchR1_musiqe", "searchR1_musique"),
+        ("nq", None),  # Search-R1's unprefixed name: too short for a suggestion
+    ],
+)
+def test_unknown_data_source(data_source: str, suggestion: str | None) -> None:
+    for call in (
+        lambda: registry.lookup(data_source, "compute_score"),
+        lambda: reward_plugins.compute_score(data_source, "<answer>x</answer>", ["x"]),
+        lambda: reward_plugins.compute_score_subem(data_source, "<answer>x</answer>", ["x"]),
+    ):
+        with pytest.raises(UnknownDataSource) as caught:
+            call()
+        assert isinstance(caught.value, LookupError)
+        message = str(caught.value)
+        assert repr(data_source) in message
+        for source in SEARCH_R1_DATA_SOURCES:
+            assert source in message
+        if suggestion is None:
+            assert "did you mean" not in message
+        else:
+            assert f"did you mean {suggestion!r}" in message
+
+
+def test_non_string_data_source() -> None:
+    with pytest.raises(UnknownDataSource, match="Registered data sources"):
+        reward_plugins.compute_score(None, "<answer>x</answer>", ["x"])  # type: ignore[arg-type]
+
+
+def test_unknown_scorer_on_a_known_source() -> None:
+    with pytest.raises(UnknownDataSource) as caught:
+        route("compute_score_bleu", "searchR1_nq", "<answer>x</answer>", ["x"], {})
+    message = str(caught.value)
+    assert "'compute_score_bleu'" in message and "'searchR1_nq'" in message
+    for name in QA_SCORERS:
+        assert name in message
+    with pytest.raises(UnknownDataSource):
+        reward_plugins.compute_score_batch(
+            ["searchR1_nq"], ["<answer>x</answer>"], [["x"]], scorer="compute_score_bleu"
+        )
+
+
+@pytest.mark.usefixtures("registry_state")
+def test_register_same_function_twice_is_a_no_op() -> None:
+    def scorer(solution_str: str, golds: tuple[str, ...], *, bonus: float = 0.0) -> dict:
+        return {"score": float(solution_str in golds) + bonus}
+
+    register("exact", ["rp_src_a", "rp_src_b"])(scorer)
+    assert register("exact", ["rp_src_a"])(scorer) is scorer
+    assert registered()["rp_src_a"] == ("exact",)
+    assert registry.lookup("rp_src_b", "exact").options == frozenset({"bonus"})
+    assert reward_plugins.compute_score_batch(
+        ["rp_src_a", "rp_src_b"], ["x", "y"], ["x", "x"], scorer="exact", bonus=0.5
+    ) == [{"score": 1.5}, {"score": 0.5}]
+
+
+@pytest.mark.usefixtures("registry_state")
+def test_register_a_single_source_string() -> None:
+    @register("length", "rp_single_source")
+    def length(solution_str: str, golds: tuple[str, ...]) -> dict:
+        return {"score": float(len(solution_str))}
+
+    assert registered()["rp_single_source"] == ("length",)
+    assert "r" not in registered()  # the string is one source, not its characters
+
+
+@pytest.mark.usefixtures("registry_state")
+def test_another_function_under_a_taken_name() -> None:
+    def impostor(solution_str: str, golds: tuple[str, ...]) -> dict:
+        return {"score": 1.0}
+
+    with pytest.raises(ValueError, match=r"'compute_score'.*'searchR1_nq'.*score_em"):
+        register("compute_score", ["rp_new_source", "searchR1_nq"])(impostor)
+    # all-or-nothing: the free source was not registered either
+    assert "rp_new_source" not in registered()
+    assert registry.lookup("searchR1_nq", "compute_score").function is score_em
+
+
+# ------------------------------------------------------------------------------- entry points
+
+
+def _install_distribution(
+    root: Path, entry_points: dict[str, str], modules: dict[str, str]
+) -> None:
+    """Write a minimal installed distribution (dist-info + modules) under ``root``."""
+    name = f"rp-test-{uuid.uuid4().hex[:8]}"
+    info = root / f"{name.replace('-', '_')}-0.0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.1\n")
+    lines = "".join(f"{key} = {value}\n" for key, value in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[reward_plugins]\n{lines}")
+    for module, source in modules.items():
+        (root / f"{module}.py").write_text(source)
+
+
+PLUGIN_SOURCE = """
+from reward_plugins import register
+
+@register("compute_score", ["{source}"])
+def length_score(solution_str, golds, *, scale=1.0):
+    return {{"score": scale * len(solution_str), "golds": len(golds)}}
+"""
+
+
+def _module_name() -> str:
+    return f"rp_test_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.usefixtures("registry_state")
+def test_lookup_miss_loads_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _module_name()
+    source = f"{module}_source"
+    _install_distribution(
+        tmp_path, {"length": module}, {module: PLUGIN_SOURCE.format(source=source)}
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry._entry_points_loaded = False  # as in a fresh process
+    assert module not in sys.modules
+    result = reward_plugins.compute_score(source, "abcd", {"target": ["g", "h"]}, scale=2.0)
+    assert result == {"score": 8.0, "golds": 2}
+    assert module in sys.modules
+    assert reward_plugins.compute_score(source, "abc", "g", return_dict=False) == 3.0
+    with pytest.raises(TypeError, match=r"'scael'.*valid options: scale"):
+        reward_plugins.compute_score(source, "abc", "g", scael=2.0)
+    assert load_plugins() == 0
+
+
+@pytest.mark.usefixtures("registry_state")
+def test_load_plugins_counts_imported_modules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _module_name(), _module_name()
+    _install_distribution(
+        tmp_path,
+        {"first": first, "second": second},
+        {
+            first: PLUGIN_SOURCE.format(source=f"{first}_source"),
+            second: PLUGIN_SOURCE.format(source=f"{second}_source"),
+        },
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert load_plugins() == 2
+    assert load_plugins() == 0
+    assert f"{first}_source" in registered() and f"{second}_source" in registered()
+
+
+def test_load_plugins_in_a_fresh_process() -> None:
+    """A fresh process imports each built-in plugin and entry-point module once.
+
+    The Search-R1 plugin is both built in and declared as an entry point: counted once.
+    """
+    code = (
+        "import sys\n"
+        "from importlib.metadata import entry_points\n"
+        "import reward_plugins\n"
+        "from reward_plugins.registry import BUILTIN_PLUGINS, ENTRY_POINT_GROUP\n"
+        "modules = {e.value for e in entry_points(group=ENTRY_POINT_GROUP)}\n"
+        "expected = len(modules | set(BUILTIN_PLUGINS))\n"
+        "print(reward_plugins.load_plugins() == expected, reward_plugins.load_plugins(),\n"
+        "      'reward_plugins.plugins.search_r1' in sys.modules)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPOSITORY_ROOT)},
+        cwd=REPOSITORY_ROOT,
+        timeout=120,
+        check=True,
+    )
+    assert completed.stdout.split() == ["True", "0", "True"]
+
+
+BROKEN: list[tuple[str, str | None]] = [
+    ("raises-at-import", "raise RuntimeError('plugin exploded')"),
+    ("missing-module", None),
+]
+
+
+@pytest.mark.usefixtures("registry_state")
+@pytest.mark.parametrize(("entry_name", "module_source"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_broken_entry_point_raises_import_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry_name: str, module_source: str | None
+) -> None:
+    module = _module_name()
+    modules: dict[str, Any] = {} if module_source is None else {module: module_source}
+    _install_distribution(tmp_path, {entry_name: module}, modules)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError) as caught:
+        load_plugins()
+    assert repr(entry_name) in str(caught.value)
+    assert module in str(caught.value)
+    registry._entry_points_loaded = False
+    with pytest.raises(ImportError, match=entry_name):  # a lookup miss loads entry points too
+        reward_plugins.compute_score("rp_nowhere", "<answer>x</answer>", ["x"])
+    # known data sources do not touch entry points at all
+    assert reward_plugins.compute_score("searchR1_nq", "<answer>x</answer>", ["x"])["score"] == 1.0
