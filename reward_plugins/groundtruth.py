@@ -26,12 +26,6 @@ def _invalid(data_source: str | None, field: str, value: object, why: str) -> In
     return InvalidGroundTruth(f"{where}{field} {why}, got {_type_name(value)}: {value!r:.80}")
 
 
-# The rows of a GRPO group share one ground-truth object (verl's DataProto.repeat), so the last
-# conversion is kept and reused while the same mapping still holds the same target object.
-# Ground truths are treated as read-only, as verl requires of reward functions.
-_last: tuple[Any, Any, Golds] = (None, None, ())
-
-
 def coerce_golds(ground_truth: Any, data_source: str | None = None) -> Golds:
     """Return the gold answers held by ``ground_truth`` as a tuple of ``str``.
 
@@ -48,20 +42,9 @@ def coerce_golds(ground_truth: Any, data_source: str | None = None) -> Golds:
         >>> coerce_golds("Paris")
         ('Paris',)
     """
-    global _last
-    last_ground_truth, last_target, last_golds = _last
-    if ground_truth is last_ground_truth and ground_truth.get("target") is last_target:
-        return last_golds
-    golds = _coerce(ground_truth, data_source)
-    if type(ground_truth) is dict:
-        _last = (ground_truth, ground_truth.get("target"), golds)
-    return golds
-
-
-def _coerce(ground_truth: Any, data_source: str | None) -> Golds:
     field = "ground_truth"
     target = ground_truth
-    if isinstance(ground_truth, Mapping):
+    if type(ground_truth) is dict or isinstance(ground_truth, Mapping):
         if "target" not in ground_truth:
             raise _invalid(data_source, field, ground_truth, "is a mapping without a 'target' key")
         field = "ground_truth['target']"
@@ -76,7 +59,7 @@ def _coerce(ground_truth: Any, data_source: str | None) -> Golds:
         raise _invalid(
             data_source, field, target, "must be a string or a list, tuple or 1-D array of strings"
         )
-    if all(type(item) is str for item in items):
+    if set(map(type, items)) <= {str}:  # the common case, checked at C speed
         return tuple(items)
     for index, item in enumerate(items):
         if not isinstance(item, str):

@@ -24,6 +24,7 @@ The router-facing scorers (``score_*``) return a dict with the fixed keys :data:
 
 from __future__ import annotations
 
+import numbers
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal, NamedTuple
@@ -254,6 +255,33 @@ def _reject_unknown(function: str, options: dict[str, Any], valid: frozenset[str
         )
 
 
+def _penalize(score: Any, spam_factor: float) -> Any:
+    """``score * spam_factor``; at the default factor ``score / 4`` exactly as verl computes it,
+    which keeps the type of a ``Fraction`` or ``Decimal`` score."""
+    return score / 4 if spam_factor == DEFAULT_SPAM_FACTOR else score * spam_factor
+
+
+def _check_flags(**flags: Any) -> None:
+    for name, value in flags.items():
+        if type(value) is not bool:
+            raise TypeError(f"{name} must be a bool, got {type(value).__name__}: {value!r}")
+
+
+_REWARD_OPTIONS = frozenset(
+    {"format_score", "score", "structure_format_score", "final_format_score", "retrieval_score"}
+)
+
+
+def _check_reward_values(options: dict[str, Any]) -> None:
+    """Router scorers return floats, so their reward options must be real numbers (the
+    verl-compatible functions pass any value through, as verl does)."""
+    for name, value in options.items():
+        if name in _REWARD_OPTIONS and (
+            isinstance(value, bool) or not isinstance(value, numbers.Real)
+        ):
+            raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+
+
 MatchRule = Literal["em", "subem", "f1"]
 
 
@@ -291,6 +319,10 @@ def _qa_outcome(
     has more than ``max_answer_tags`` opening or closing answer tags. Otherwise ``format_score``.
     """
     _check_options(max_answer_tags, spam_factor, extract, max_answer_words)
+    if type(penalize) is not bool or type(subem_word_boundary) is not bool:
+        _check_flags(penalize_subem=penalize, subem_word_boundary=subem_word_boundary)
+    if type(reject_empty_gold) is not bool:
+        _check_flags(reject_empty_gold=reject_empty_gold)
     answer, opening, closing = scan_tags(solution_str, "answer", extract)
     comparison = compare(
         answer,
@@ -314,7 +346,8 @@ def _qa_outcome(
     if not matched or comparison.too_long:
         return _build(_Outcome, (format_score, answer, answer_tags, comparison, False, False))
     if penalize and answer_tags > max_answer_tags:
-        return _build(_Outcome, (score * spam_factor, answer, answer_tags, comparison, True, True))
+        penalized = _penalize(score, spam_factor)
+        return _build(_Outcome, (penalized, answer, answer_tags, comparison, True, True))
     return _build(_Outcome, (score, answer, answer_tags, comparison, True, False))
 
 
@@ -382,6 +415,11 @@ def _format_outcome(
         ``(outcome, format_valid, retrieval_hit)``.
     """
     _check_options(DEFAULT_MAX_ANSWER_TAGS, DEFAULT_SPAM_FACTOR, "last", max_answer_words)
+    _check_flags(
+        prompt_included=prompt_included,
+        subem_word_boundary=subem_word_boundary,
+        reject_empty_gold=reject_empty_gold,
+    )
     if isinstance(end_markers, str) or not all(isinstance(m, str) for m in end_markers):
         raise TypeError(f"end_markers must be a list of strings, got {end_markers!r}")
     tags = TrajectoryTags(think_tag, search_tag, information_tag, answer_tag)
@@ -466,6 +504,7 @@ def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
 
     ``acc`` is the paid match: EM, within ``max_answer_words``.
     """
+    _check_reward_values(options)
     outcome = _qa_outcome("em", solution_str, golds, **options)
     return _qa_result(outcome, outcome.paid_match)
 
@@ -478,6 +517,7 @@ def score_subem(
 
     ``acc`` is the paid match: SubEM, within ``max_answer_words``.
     """
+    _check_reward_values(options)
     outcome = _qa_outcome("subem", solution_str, golds, penalize=penalize_subem, **options)
     return _qa_result(outcome, outcome.paid_match)
 
@@ -489,6 +529,7 @@ def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     No answer gives 0; the spam penalty multiplies a positive F1 reward. ``acc`` is EM
     (within ``max_answer_words``).
     """
+    _check_reward_values(options)
     outcome = _qa_outcome("f1", solution_str, golds, **options)
     comparison = outcome.comparison
     return _qa_result(outcome, comparison.em and not comparison.too_long)
@@ -501,6 +542,7 @@ def score_format(solution_str: str, golds: Golds, **options: Any) -> dict[str, A
     ``acc`` is the paid EM; ``spam_penalized`` is always 0 (a repeated answer makes the format
     invalid instead).
     """
+    _check_reward_values(options)
     outcome, valid, retrieval_hit = _format_outcome(solution_str, golds, **options)
     result = _qa_result(outcome, outcome.paid_match)
     result["format_valid"] = 1.0 if valid else 0.0
@@ -529,7 +571,7 @@ def _default_verl_reward(
     if not (_subem(normalized, index, False) if substring else normalized in index.strings):
         return format_score
     if not substring and (opening > DEFAULT_MAX_ANSWER_TAGS or closing > DEFAULT_MAX_ANSWER_TAGS):
-        return score * DEFAULT_SPAM_FACTOR
+        return _penalize(score, DEFAULT_SPAM_FACTOR)
     return score
 
 
