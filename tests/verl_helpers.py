@@ -162,7 +162,7 @@ def build_batch(tokenizer: Any, samples: Sequence[Sample], *, with_extra_info: b
         for s in samples
     ]
     responses = [
-        tokenizer.encode(s.response, add_special_tokens=False) + [tokenizer.eos_token_id]
+        [*tokenizer.encode(s.response, add_special_tokens=False), tokenizer.eos_token_id]
         for s in samples
     ]
     prompt_width = max(map(len, prompts))
