@@ -101,6 +101,7 @@ def test_every_key_exists_in_verl_trainer_config(name: str) -> None:
     assert unknown == []
 
 
+@pytest.mark.filterwarnings("ignore:Disabled critic:UserWarning")
 @pytest.mark.parametrize("name", SHIPPED_CONFIGS)
 def test_configs_pass_verl_validation(name: str, tmp_path: Path, tokenizer: Any) -> None:
     """verl's own ``validate_config``, the first thing ``main_ppo`` does; the model is a local

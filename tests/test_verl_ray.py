@@ -32,7 +32,8 @@ LOGGED_KEYS = ["score", "acc", "em", "subem", "f1", "answer_found", "answer_tags
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray() -> Iterator[None]:
-    assert not ray.is_initialized()
+    if ray.is_initialized():  # left by another module; start one whose workers see this checkout
+        ray.shutdown()
     ray.init(
         num_cpus=2,
         include_dashboard=False,
