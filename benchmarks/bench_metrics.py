@@ -28,6 +28,7 @@ from sacrebleu.metrics import BLEU
 from reward_plugins.metrics import Bleu4, RougeL, bleu_4, rouge_l
 
 Pair = tuple[str, str]
+TARGET_TOKENS = 500
 _SYLLABLES = ("ka", "lo", "mi", "ter", "son", "ra", "vin", "de", "al", "po", "us", "ne", "tri")
 
 
@@ -79,19 +80,19 @@ def seconds_per_pair(
 ) -> list[float]:
     """Per scorer, its fastest mean CPU time per pair over ``repeats`` passes.
 
-    Each pass makes ``count`` pairs never seen before and gives each pair to every scorer in
-    turn, so load from other processes falls on all of them alike; CPU time
-    (``time.process_time``) leaves out the time spent waiting for a core.
+    Each pass makes ``count`` pairs that no scorer has seen and lets every scorer score all of
+    them in turn (the order rotates between passes). CPU time (``time.process_time``) leaves out
+    the time spent waiting for a core on a shared machine.
     """
     best = [float("inf")] * len(scorers)
     for repeat in range(repeats):
-        spent = [0.0] * len(scorers)
-        for pair in make_pairs(count, tokens, seed + 1000 * repeat):
-            for index, scorer in enumerate(scorers):
-                start = time.process_time()
-                scorer(pair)
-                spent[index] += time.process_time() - start
-        best = [min(old, new / count) for old, new in zip(best, spent, strict=True)]
+        pairs = make_pairs(count, tokens, seed + 1000 * repeat)
+        for step in range(len(scorers)):
+            index = (step + repeat) % len(scorers)
+            start = time.process_time()
+            for pair in pairs:
+                scorers[index](pair)
+            best[index] = min(best[index], (time.process_time() - start) / count)
     return best
 
 
@@ -101,12 +102,14 @@ def check_equal(
     pairs: Sequence[Pair],
     tol: float,
 ) -> None:
+    """Assert that both sides give the same score on every pair (to ``tol``)."""
     for pair in pairs:
         mine, reference = ours(pair), theirs(pair)
         assert abs(mine - reference) <= tol, (pair, mine, reference)
 
 
 def report(label: str, reference_s: float, ours_s: float, target: float | None = None) -> None:
+    """Print one side-by-side line; ``target`` is the issue's ratio (500-word pairs only)."""
     ratio = reference_s / ours_s
     verdict = (
         ""
@@ -126,6 +129,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed passes (best is kept)")
     args = parser.parse_args()
     tokens, repeats = args.tokens, args.repeats
+    # The issue's targets are stated for 500-token pairs; other lengths are reported only.
+    rouge_target, bleu_target = (100, 3) if tokens == TARGET_TOKENS else (None, None)
 
     # Warm-up on other pairs: word caches, lazy imports (nltk), the stemmer.
     warm = make_pairs(20, tokens, seed=99)
@@ -152,16 +157,9 @@ def main() -> None:
         reference_s, ours_s, function_s = seconds_per_pair(
             [theirs, ours, ours_function], args.rouge_pairs, tokens, repeats, seed=1
         )
-        stem = "with" if use_stemmer else "no"
-        report(
-            f"ROUGE-L {stem} stemmer: RougeScorer.score_multi vs RougeL()", reference_s, ours_s, 100
-        )
-        report(
-            f"ROUGE-L {stem} stemmer: RougeScorer.score_multi vs rouge_l()",
-            reference_s,
-            function_s,
-            100,
-        )
+        label = f"ROUGE-L {'with' if use_stemmer else 'no'} stemmer: RougeScorer.score_multi vs"
+        report(f"{label} RougeL()", reference_s, ours_s, rouge_target)
+        report(f"{label} rouge_l()", reference_s, function_s, rouge_target)
 
     reused = BLEU(effective_order=True)
     metric = Bleu4(compat="sacrebleu")
@@ -189,7 +187,7 @@ def main() -> None:
         repeats,
         seed=2,
     )
-    report("BLEU-4: sacrebleu.sentence_bleu vs bleu_4()", sentence_s, function_s, 3)
+    report("BLEU-4: sacrebleu.sentence_bleu vs bleu_4()", sentence_s, function_s, bleu_target)
     report("BLEU-4: BLEU().sentence_score (reused) vs Bleu4() (reused)", reused_s, ours_s)
 
 

@@ -295,6 +295,33 @@ def test_corpus_bleu_default_contract() -> None:
         corpus_bleu(["a"], [[]])
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcde"), max_size=300),
+    st.lists(st.lists(st.sampled_from("abcdef"), max_size=300), min_size=1, max_size=3),
+)
+def test_numpy_and_counter_ngram_counts_agree(
+    prediction: list[str], references: list[list[str]]
+) -> None:
+    from reward_plugins.metrics import bleu
+
+    coded = bleu._clipped_matches_coded(prediction, references)
+    assert coded == bleu._clipped_matches_hashed(prediction, references)
+
+
+def test_numpy_counting_falls_back_before_int64_overflows() -> None:
+    from reward_plugins.metrics import bleu
+
+    # 55,109 distinct tokens: 55109**4 >= 2**63, so n-gram codes would overflow int64.
+    tokens = [f"t{index}" for index in range(55_109)]
+    assert bleu._clipped_matches_coded(tokens, [tokens[:10]]) is None
+    assert bleu._clipped_matches_coded(tokens[:-1], [tokens[:10]]) == [10, 9, 8, 7]
+    # BLEU+1 by hand: p1 = 10/55109, p2 = (9+1)/(55108+1), p3 = (8+1)/(55107+1),
+    # p4 = (7+1)/(55106+1); the prediction is longer than the target, so no brevity penalty.
+    expected = (10 / 55_109 * 10 / 55_109 * 9 / 55_108 * 8 / 55_107) ** 0.25
+    assert bleu_4(" ".join(tokens), " ".join(tokens[:10])) == pytest.approx(expected, rel=1e-12)
+
+
 # --- properties ----------------------------------------------------------------------------------
 _WORDS = ["the", "cat", "sat", "on", "mat", "Cat", "a", "an", "1", "北", "京", ".", ",", "!", " "]
 phrases = st.lists(st.sampled_from(_WORDS), max_size=12).map(" ".join) | st.text(max_size=20)

@@ -156,6 +156,22 @@ def test_corpus_bleu_matches_sacrebleu(smooth: str) -> None:
         assert ours == pytest.approx(min(1.0, expected), abs=TOLERANCE)
 
 
+def test_long_sentence_bleu_matches_sacrebleu() -> None:
+    # Predictions of 200 tokens or more take the numpy counting path; several references,
+    # repeats (a small vocabulary) and every smoothing method.
+    rng = random.Random(11)
+    words = ["the", "cat", "sat", ".", ",", "on", "mat", "3.5", "don't", "(", ")"]
+    for index in range(60):
+        smooth = ("exp", "none", "floor", "add-k")[index % 4]
+        reference = BLEU(smooth_method=smooth, effective_order=True)
+        prediction = " ".join(rng.choices(words, k=rng.randint(150, 400)))
+        targets = [
+            " ".join(rng.choices(words, k=rng.randint(0, 400))) for _ in range(rng.randint(1, 3))
+        ]
+        expected = reference.sentence_score(prediction, targets).score / 100
+        assert bleu_4(prediction, targets, compat="sacrebleu", smooth=smooth) == min(1.0, expected)
+
+
 def test_corpus_bleu_anchors() -> None:
     # metric-conventions.md section 4: 86.6877899750182 and 100.00000000000004 (NLTK: 0.795).
     value = corpus_bleu(

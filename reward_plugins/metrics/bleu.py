@@ -18,9 +18,11 @@ match count becomes ``smooth_value``, default 0.1); ``add-k`` (``smooth_value``,
 added to matches and totals for n >= 2); ``exp`` (the k-th order without a match gets
 precision 1 / (2^k * total), NIST's mteval-v13a rule).
 
-Speed: n-grams are tuples built by ``zip`` over shifted token lists, the reference n-grams of each
-order are counted by one ``Counter``, only the prediction's n-grams found in the reference are
-counted (all of it in C, no Python loop per n-gram), and 13a tokenization is cached per word.
+Speed: 13a tokenization is cached per word. Short predictions count n-grams with ``Counter``
+over tuples that ``zip`` builds from shifted token lists, counting only the prediction's n-grams
+that a reference has (no Python loop per n-gram); from 200 prediction tokens on, n-grams are
+coded as int64 (token ids in base V) and counted with ``numpy.unique``, whose fixed cost per call
+then pays off. Both give the same counts.
 
 References:
     Papineni et al. 2002, "BLEU"; Lin and Och 2004, "ORANGE" (BLEU+1); Chen and Cherry 2014, "A
@@ -35,6 +37,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from reward_plugins.metrics.base import (
     Metric,
@@ -61,6 +65,7 @@ DEFAULT_TOKENIZER = "words"
 DEFAULT_SMOOTHING = "add-k"
 SACREBLEU = "sacrebleu"
 SACREBLEU_SMOOTHING = "exp"
+_NUMPY_FROM = 200  # prediction tokens from which numpy counts n-grams faster than Counter
 _LOG_OF_ZERO = -9999999999  # sacrebleu's floor for log(0): one empty order zeroes the score
 
 
@@ -83,22 +88,70 @@ def _ngrams(tokens: list[str], order: int) -> Iterable[Any]:
     return zip(*(tokens[offset:] for offset in range(order)), strict=False)
 
 
-def _ngram_counts(tokens: list[str]) -> list[Counter[Any]]:
-    """Counts of the n-grams of ``tokens``, one ``Counter`` per order 1..4."""
-    return [Counter(_ngrams(tokens, order)) for order in range(1, MAX_ORDER + 1)]
-
-
-def _merge_max(counts: Sequence[list[Counter[Any]]]) -> list[Counter[Any]]:
-    """Per order, the maximum count of each n-gram over several references."""
-    if len(counts) == 1:
-        return counts[0]
-    merged = [Counter(order_counts) for order_counts in counts[0]]
-    for reference in counts[1:]:
-        for merged_order, order_counts in zip(merged, reference, strict=True):
-            for key, count in order_counts.items():
-                if count > merged_order[key]:
-                    merged_order[key] = count
+def _max_counts_hashed(references: list[list[str]], order: int) -> Counter[Any]:
+    """Counts of the n-grams of one order, the maximum over the references."""
+    merged = Counter(_ngrams(references[0], order))
+    for reference in references[1:]:
+        for key, count in Counter(_ngrams(reference, order)).items():
+            if count > merged[key]:
+                merged[key] = count
     return merged
+
+
+def _clipped_matches_hashed(prediction: list[str], references: list[list[str]]) -> list[int]:
+    """Per order, the prediction's n-gram matches clipped by the references' maximum counts.
+
+    Only the prediction's n-grams that a reference has are counted (``filter`` and ``Counter``
+    run in C, no Python loop per n-gram).
+    """
+    correct = []
+    for order in range(1, MAX_ORDER + 1):
+        reference = _max_counts_hashed(references, order)
+        matched = Counter(filter(reference.__contains__, _ngrams(prediction, order)))
+        correct.append(sum(map(min, matched.values(), map(reference.__getitem__, matched))))
+    return correct
+
+
+def _max_counts_coded(references: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct n-gram codes of the references and their maximum counts."""
+    if len(references) == 1:
+        return np.unique(references[0], return_counts=True)
+    distinct = [np.unique(codes, return_counts=True) for codes in references]
+    keys, where = np.unique(np.concatenate([k for k, _ in distinct]), return_inverse=True)
+    counts = np.zeros(len(keys), dtype=np.int64)
+    np.maximum.at(counts, where, np.concatenate([c for _, c in distinct]))
+    return keys, counts
+
+
+def _clipped_matches_coded(prediction: list[str], references: list[list[str]]) -> list[int] | None:
+    """:func:`_clipped_matches_hashed` with n-grams coded as int64 and counted by numpy.
+
+    Tokens get ids 0..V-1 for this call and the n-gram (a, b, c) the code ``(a * V + b) * V +
+    c``, so codes of one order are distinct. Returns ``None`` when V**4 would overflow int64.
+    """
+    ids: dict[str, int] = {}
+    intern = ids.setdefault
+    predicted = np.array([intern(token, len(ids)) for token in prediction], dtype=np.int64)
+    targets = [np.array([intern(t, len(ids)) for t in gold], dtype=np.int64) for gold in references]
+    base = max(1, len(ids))
+    if base**MAX_ORDER >= 2**63:
+        return None
+    correct = []
+    predicted_codes, target_codes = predicted, targets
+    for order in range(1, MAX_ORDER + 1):
+        if order > 1:
+            predicted_codes = predicted_codes[:-1] * base + predicted[order - 1 :]
+            target_codes = [
+                codes[:-1] * base + gold[order - 1 :]
+                for codes, gold in zip(target_codes, targets, strict=True)
+            ]
+        keys, counts = np.unique(predicted_codes, return_counts=True)
+        reference_keys, reference_counts = _max_counts_coded(target_codes)
+        _, at_prediction, at_reference = np.intersect1d(
+            keys, reference_keys, assume_unique=True, return_indices=True
+        )
+        correct.append(int(np.minimum(counts[at_prediction], reference_counts[at_reference]).sum()))
+    return correct
 
 
 def _closest_length(prediction_length: int, reference_lengths: Iterable[int]) -> int:
@@ -107,18 +160,18 @@ def _closest_length(prediction_length: int, reference_lengths: Iterable[int]) ->
 
 
 def _statistics(
-    prediction: list[str], reference_counts: list[Counter[Any]], reference_length: int
+    prediction: list[str], references: list[list[str]], reference_length: int
 ) -> BleuStats:
-    """Clipped match counts of a prediction's n-grams against (merged) reference counts.
+    """BLEU statistics of a prediction against references merged by maximum count per n-gram.
 
-    Only the prediction's n-grams that the reference has are counted (``filter`` and
-    ``Counter`` run in C); the total per order is just the number of positions.
+    Long predictions use numpy (its fixed cost per call pays off above ``_NUMPY_FROM``
+    tokens), short ones ``Counter``; both give the same counts.
     """
-    correct = []
-    for order, reference in enumerate(reference_counts, start=1):
-        matched = Counter(filter(reference.__contains__, _ngrams(prediction, order)))
-        clipped = map(min, matched.values(), map(reference.__getitem__, matched))
-        correct.append(sum(clipped))
+    correct = None
+    if len(prediction) >= _NUMPY_FROM:
+        correct = _clipped_matches_coded(prediction, references)
+    if correct is None:
+        correct = _clipped_matches_hashed(prediction, references)
     length = len(prediction)
     total = tuple(max(0, length - order + 1) for order in range(1, MAX_ORDER + 1))
     return BleuStats(length, reference_length, tuple(correct), total)
@@ -327,15 +380,10 @@ class Bleu4(Metric):
         golds = coerce_targets(targets, self.name)
         predicted = self._tokens(prediction)
         references = [self._tokens(gold) for gold in golds]
-        reference_counts = [_ngram_counts(gold) for gold in references]
         if merge if merge is not None else self.compat is not None:
             reference_length = _closest_length(len(predicted), map(len, references))
-            merged = _merge_max(reference_counts)
-            return [_statistics(predicted, merged, reference_length)]
-        return [
-            _statistics(predicted, counts, len(gold))
-            for counts, gold in zip(reference_counts, references, strict=True)
-        ]
+            return [_statistics(predicted, references, reference_length)]
+        return [_statistics(predicted, [gold], len(gold)) for gold in references]
 
     def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
         return max(self._finish(stats) for stats in self.statistics(prediction, targets))

@@ -21,7 +21,6 @@ References:
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -32,7 +31,8 @@ _WORD = re.compile(r"\w+")
 
 # Han (URO, extension A, compatibility, extensions B and later), Hiragana and Katakana.
 _CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_CJK_OR_WORD = re.compile(f"[{_CJK_RANGES}]|[^\\W{_CJK_RANGES}]+")
+# A CJK character is a token only if it is a word character (unassigned code points are not).
+_CJK_OR_WORD = re.compile(f"(?=\\w)[{_CJK_RANGES}]|[^\\W{_CJK_RANGES}]+")
 
 _ROUGE_TOKEN = re.compile(r"[a-z0-9]+")
 _ROUGE_VALID = re.compile(r"[a-z0-9]+")
@@ -73,28 +73,42 @@ def tokenize_chars(text: str) -> list[str]:
 
 # --- sacrebleu 13a -------------------------------------------------------------------------------
 # Pass (a): the ASCII symbols that get a space on both sides; apostrophe, comma, period, hyphen,
-# digits and letters are not among them.
-_13A_SYMBOL = re.compile(r"[ !\"#$%&()*+/:;<=>?@\[\\\]^_`{|}~]")
-# Passes (b)-(d), applied one after another, each a left-to-right non-overlapping substitution.
+# digits and letters are not among them. It looks at no neighbour, so a translation table does
+# it in one C call. (Space is in sacrebleu's set too; a word has none.)
+_13A_SPACED_SYMBOLS = str.maketrans(
+    {symbol: f" {symbol} " for symbol in '!"#$%&()*+/:;<=>?@[\\]^_`{|}~'}
+)
+# Passes (b)-(d), applied one after another, each a left-to-right non-overlapping substitution
+# whose matches consume the neighbour they test: "..1" gives ". .1", which no per-character rule
+# reproduces, so these stay regular expressions (run only when the word has the character).
 _13A_PERIOD_COMMA_AFTER_NON_DIGIT = re.compile(r"([^0-9])([.,])")
 _13A_PERIOD_COMMA_BEFORE_NON_DIGIT = re.compile(r"([.,])([^0-9])")
 _13A_HYPHEN_AFTER_DIGIT = re.compile(r"([0-9])(-)")
+_13A_CONTEXT_CHARACTER = re.compile(r"[.,-]")
 _13A_ENTITIES = (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"))
 
 
 @functools.lru_cache(maxsize=2**16)
-def _tokenize_13a_word(word: str) -> tuple[str, ...]:
-    """Apply the four 13a substitution passes to one whitespace-free word.
+def _tokenize_13a_word(word: str) -> str:
+    """Apply the four 13a substitution passes to one whitespace-free word; tokens joined by " ".
 
     The passes only ever look one character beyond a period, comma or hyphen, and the character
     beyond a word's end is whitespace both in the padded word and in the whole line, so
     tokenizing word by word gives the line's tokens; caching per word makes it cheap.
     """
-    padded = _13A_SYMBOL.sub(r" \g<0> ", f" {word} ")
-    padded = _13A_PERIOD_COMMA_AFTER_NON_DIGIT.sub(r"\1 \2 ", padded)
-    padded = _13A_PERIOD_COMMA_BEFORE_NON_DIGIT.sub(r" \1 \2", padded)
-    padded = _13A_HYPHEN_AFTER_DIGIT.sub(r"\1 \2 ", padded)
-    return tuple(padded.split())
+    context = _13A_CONTEXT_CHARACTER.search(word)
+    if context is None:  # no period, comma or hyphen: pass (a) is all there is to do
+        return " ".join(word.translate(_13A_SPACED_SYMBOLS).split())
+    if context.start() == len(word) - 1 and word[-1] != "-" and len(word) > 1:
+        # One trailing period or comma: split off whatever precedes it (passes b or c).
+        return " ".join(word[:-1].translate(_13A_SPACED_SYMBOLS).split()) + " " + word[-1]
+    padded = f" {word} ".translate(_13A_SPACED_SYMBOLS)
+    if "." in word or "," in word:
+        padded = _13A_PERIOD_COMMA_AFTER_NON_DIGIT.sub(r"\1 \2 ", padded)
+        padded = _13A_PERIOD_COMMA_BEFORE_NON_DIGIT.sub(r" \1 \2", padded)
+    if "-" in word:
+        padded = _13A_HYPHEN_AFTER_DIGIT.sub(r"\1 \2 ", padded)
+    return " ".join(padded.split())
 
 
 def tokenize_13a(text: str) -> list[str]:
@@ -115,7 +129,7 @@ def tokenize_13a(text: str) -> list[str]:
     if "&" in text:
         for entity, char in _13A_ENTITIES:
             text = text.replace(entity, char)
-    return list(itertools.chain.from_iterable(map(_tokenize_13a_word, text.split())))
+    return " ".join(map(_tokenize_13a_word, text.split())).split()
 
 
 # --- Google rouge-score ---------------------------------------------------------------------------
@@ -133,15 +147,26 @@ def tokenize_rouge_score(text: str) -> list[str]:
 
 
 @functools.cache
-def _porter_stem() -> Callable[[str], str]:
-    """nltk's ``PorterStemmer().stem`` (``NLTK_EXTENSIONS`` mode, as rouge-score uses), cached."""
+def _rouge_score_stemmer() -> Callable[[str], str]:
+    """rouge-score's per-token stemming step, cached per token.
+
+    nltk's ``PorterStemmer()`` (``NLTK_EXTENSIONS`` mode, as rouge-score uses) for tokens longer
+    than 3 characters; a stem that is not a run of ``[a-z0-9]`` becomes "" (rouge-score drops it).
+    """
     try:
         from nltk.stem.porter import PorterStemmer
     except ImportError as error:
         raise ImportError(
             "the Porter stemmer needs nltk: pip install 'reward-plugins[stem]'"
         ) from error
-    return functools.lru_cache(maxsize=2**16)(PorterStemmer().stem)
+    stemmer = PorterStemmer()
+
+    @functools.lru_cache(maxsize=2**16)
+    def stem(token: str) -> str:
+        stemmed = stemmer.stem(token) if len(token) >= _ROUGE_MIN_STEM_LENGTH else token
+        return stemmed if _ROUGE_VALID.fullmatch(stemmed) else ""
+
+    return stem
 
 
 def tokenize_rouge_score_porter(text: str) -> list[str]:
@@ -157,10 +182,8 @@ def tokenize_rouge_score_porter(text: str) -> list[str]:
     Raises:
         ImportError: nltk is not installed.
     """
-    stem = _porter_stem()
-    tokens = _ROUGE_TOKEN.findall(text.lower())
-    stems = [stem(token) if len(token) >= _ROUGE_MIN_STEM_LENGTH else token for token in tokens]
-    return [token for token in stems if _ROUGE_VALID.fullmatch(token)]
+    stems = map(_rouge_score_stemmer(), _ROUGE_TOKEN.findall(text.lower()))
+    return list(filter(None, stems))
 
 
 _TOKENIZERS: dict[str, Tokenizer] = {
