@@ -201,6 +201,8 @@ def test_invalid_option_values(options: dict[str, object], message: str) -> None
         ("rouge_l", {"use_stemmer": True}, ValueError, "'use_stemmer' needs a compat preset"),
         ("rouge_l", {"compat": "rouge_score", "normalizer": "squad"}, ValueError, "fixes"),
         ("exact_match", {"compat": "squad", "normalizer": "squad"}, ValueError, "fixes"),
+        ("rouge_l", {"compat": "rouge_score", "use_stemmer": 1}, TypeError, "must be a bool"),
+        ("bleu_4", {"compat": "sacrebleu", "lowercase": "yes"}, TypeError, "must be a bool"),
     ],
 )
 def test_invalid_metric_options(

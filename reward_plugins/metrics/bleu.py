@@ -308,7 +308,7 @@ class Bleu4(Metric):
         )
         self.smooth_value = self._check_smooth_value(smooth_value)
         self.effective_order = self._check_flag(effective_order, "effective_order")
-        self.lowercase = self._check_flag(bool(lowercase), "lowercase")
+        self.lowercase = self._check_flag(lowercase is not None and lowercase, "lowercase")
         # sacrebleu scores on 0-100 and the last bits of its result depend on that scale.
         self._scale = 100.0 if self.compat else 1.0
 
@@ -378,15 +378,21 @@ class Bleu4(Metric):
         """
         check_prediction(prediction, self.name)
         golds = coerce_targets(targets, self.name)
+        return self._statistics(
+            prediction, golds, self.compat is not None if merge is None else merge
+        )
+
+    def _statistics(self, prediction: str, golds: tuple[str, ...], merge: bool) -> list[BleuStats]:
         predicted = self._tokens(prediction)
         references = [self._tokens(gold) for gold in golds]
-        if merge if merge is not None else self.compat is not None:
+        if merge:
             reference_length = _closest_length(len(predicted), map(len, references))
             return [_statistics(predicted, references, reference_length)]
         return [_statistics(predicted, [gold], len(gold)) for gold in references]
 
     def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
-        return max(self._finish(stats) for stats in self.statistics(prediction, targets))
+        statistics = self._statistics(prediction, targets, merge=self.compat is not None)
+        return max(self._finish(stats) for stats in statistics)
 
     def corpus_score(self, predictions: Sequence[str], references: Sequence[Targets]) -> float:
         """Corpus BLEU: statistics summed over sentences, the references of a sentence merged.

@@ -19,6 +19,14 @@ _METRICS: dict[str, type[Metric]] = {
 }
 METRICS: Mapping[str, type[Metric]] = MappingProxyType(_METRICS)
 """Read-only view: metric name -> metric class (options are its keyword-only parameters)."""
+_OPTIONS: dict[str, tuple[str, ...]] = {
+    name: tuple(
+        parameter.name
+        for parameter in inspect.signature(metric).parameters.values()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    )
+    for name, metric in _METRICS.items()
+}
 
 
 def metric_options(metric_name: str) -> tuple[str, ...]:
@@ -31,8 +39,7 @@ def metric_options(metric_name: str) -> tuple[str, ...]:
     Raises:
         ValueError: unknown metric name (the message lists the valid ones).
     """
-    parameters = inspect.signature(_metric_class(metric_name)).parameters.values()
-    return tuple(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return _OPTIONS[_metric_class(metric_name).name]
 
 
 def _metric_class(metric_name: str) -> type[Metric]:

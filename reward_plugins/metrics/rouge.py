@@ -84,6 +84,7 @@ class RougeL(Metric):
     Raises:
         ValueError: unknown normalizer, tokenizer or compat; normalizer or tokenizer given with
             ``compat``; ``use_stemmer`` given without it.
+        TypeError: ``use_stemmer`` is not a bool.
         ImportError: ``use_stemmer=True`` and nltk is not installed (raised when scoring).
     """
 
@@ -100,6 +101,10 @@ class RougeL(Metric):
         if compat is not None:
             self.compat: str | None = check_choice(compat, (ROUGE_SCORE,), "compat", self.name)
             reject_with_compat(self.name, compat, normalizer=normalizer, tokenizer=tokenizer)
+            if use_stemmer is not None and not isinstance(use_stemmer, bool):
+                raise TypeError(
+                    f"{self.name}: use_stemmer must be a bool, got {type(use_stemmer).__name__}"
+                )
             tokenizer = "rouge_score_porter" if use_stemmer else "rouge_score"
         else:
             reject_without_compat(self.name, use_stemmer=use_stemmer)
