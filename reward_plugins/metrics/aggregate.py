@@ -33,13 +33,20 @@ def bootstrap_mean(
         MeanCI(mean=1.0, low=1.0, high=1.0, n=3)
 
     Raises:
-        ValueError: ``confidence`` is not in (0, 1) or ``resamples`` is not positive.
+        ValueError: ``confidence`` is not in (0, 1), ``resamples`` is not positive, or a value
+            is not a finite number (NaN would silently poison the mean).
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     if resamples < 1:
         raise ValueError(f"resamples must be positive, got {resamples!r}")
     data = np.asarray(list(values), dtype=float)
+    if data.ndim != 1:
+        raise ValueError(f"values must be a flat sequence of numbers, got shape {data.shape}")
+    not_finite = np.flatnonzero(~np.isfinite(data))
+    if not_finite.size:
+        index = int(not_finite[0])
+        raise ValueError(f"values[{index}] is {float(data[index])!r}; every value must be finite")
     if data.size == 0:
         return MeanCI(float("nan"), float("nan"), float("nan"), 0)
     mean = float(data.mean())
@@ -54,5 +61,6 @@ def bootstrap_mean(
         indices = rng.integers(0, data.size, size=(stop - start, data.size))
         means[start:stop] = data[indices].mean(axis=1)
     tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
+    # A resampled mean lies within [min, max]; clipping removes float round-off beyond it.
+    low, high = np.clip(np.quantile(means, [tail, 1.0 - tail]), data.min(), data.max())
     return MeanCI(mean, float(low), float(high), int(data.size))

@@ -1,11 +1,51 @@
-"""Named text normalizers: the contract behind every comparison a score makes.
+"""Named text normalizers and tokenizers: the contract behind every comparison a score makes.
 
-A score is only comparable with another made under the same normalizer, so each one has a
-name, and scorers report the name they used.
+A score is only comparable with another made under the same normalizer and tokenizer, so each
+one has a name, and metrics report the names they used.
+
+Normalizers map ``str -> str`` (``none``, ``squad``, ``squad_spaced``, ``unicode``); tokenizers
+map ``str -> list[str]`` (``words``, ``split``, ``chars``, ``13a``, ``rouge_score``,
+``rouge_score_porter``).
 """
 
 from __future__ import annotations
 
-from reward_plugins.text.normalize import NORMALIZERS, get_normalizer, normalize_squad
+from reward_plugins.text.normalize import (
+    NORMALIZERS,
+    Normalizer,
+    get_normalizer,
+    normalize_none,
+    normalize_squad,
+    normalize_squad_spaced,
+    normalize_unicode,
+)
+from reward_plugins.text.tokenize import (
+    TOKENIZERS,
+    Tokenizer,
+    get_tokenizer,
+    tokenize_13a,
+    tokenize_chars,
+    tokenize_rouge_score,
+    tokenize_rouge_score_porter,
+    tokenize_split,
+    tokenize_words,
+)
 
-__all__ = ["NORMALIZERS", "get_normalizer", "normalize_squad"]
+__all__ = [
+    "NORMALIZERS",
+    "TOKENIZERS",
+    "Normalizer",
+    "Tokenizer",
+    "get_normalizer",
+    "get_tokenizer",
+    "normalize_none",
+    "normalize_squad",
+    "normalize_squad_spaced",
+    "normalize_unicode",
+    "tokenize_13a",
+    "tokenize_chars",
+    "tokenize_rouge_score",
+    "tokenize_rouge_score_porter",
+    "tokenize_split",
+    "tokenize_words",
+]

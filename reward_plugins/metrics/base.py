@@ -1,0 +1,156 @@
+"""What every metric shares: input checks, named settings, and the signature string.
+
+A metric is a small callable object built once from its options (validated then, not on the first
+sample) and then applied to ``(prediction, targets)``. Its ``signature`` names every setting
+that changes the number, e.g. ``"f1|norm:none|tok:words"``, so a reported score can be
+reproduced. Instances hold only names and module-level functions, so they pickle (Ray, spawned
+workers).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Iterable, Mapping
+from typing import ClassVar
+
+from reward_plugins.text import get_normalizer, get_tokenizer
+from reward_plugins.text.normalize import Normalizer
+from reward_plugins.text.tokenize import Tokenizer
+
+Targets = str | Iterable[str]
+"""One target string, or a non-empty sequence of them (the score is the best over them)."""
+
+
+def coerce_targets(targets: Targets, metric: str) -> tuple[str, ...]:
+    """Return ``targets`` as a non-empty tuple of strings.
+
+    A bare string is one target; any other iterable of strings (list, tuple, 1-D numpy array of
+    strings) is a list of targets.
+
+    Example:
+        >>> coerce_targets("Paris", "f1")
+        ('Paris',)
+
+    Raises:
+        TypeError: ``targets`` is not a string or an iterable, or one of its items is not a string
+            (the message names the metric, the index and the type).
+        ValueError: ``targets`` is empty.
+    """
+    if isinstance(targets, str):
+        return (targets,)
+    if isinstance(targets, (bytes, Mapping)) or not isinstance(targets, Iterable):
+        raise TypeError(
+            f"{metric}: targets must be a str or a list of str, got {type(targets).__name__}"
+        )
+    golds = tuple(targets)
+    if not golds:
+        raise ValueError(f"{metric}: targets is empty; give at least one target string")
+    for index, gold in enumerate(golds):
+        if not isinstance(gold, str):
+            raise TypeError(f"{metric}: targets[{index}] must be a str, got {type(gold).__name__}")
+    return golds
+
+
+def check_prediction(prediction: object, metric: str) -> str:
+    """Return ``prediction`` if it is a string.
+
+    Raises:
+        TypeError: it is not (the message names the metric and the type).
+    """
+    if not isinstance(prediction, str):
+        raise TypeError(f"{metric}: prediction must be a str, got {type(prediction).__name__}")
+    return prediction
+
+
+def check_choice(value: object, valid: Collection[str], option: str, metric: str) -> str:
+    """Return ``value`` if it is one of ``valid``.
+
+    Raises:
+        ValueError: it is not; the message lists the valid values.
+    """
+    if not isinstance(value, str) or value not in valid:
+        raise ValueError(
+            f"{metric}: unknown {option} {value!r}; valid values: {', '.join(sorted(valid))}"
+        )
+    return value
+
+
+def resolve_normalizer(name: str, metric: str) -> Normalizer:
+    """The normalizer named ``name``, with the metric named in the error."""
+    try:
+        return get_normalizer(name)
+    except ValueError as error:
+        raise ValueError(f"{metric}: {error}") from None
+
+
+def resolve_tokenizer(name: str, metric: str) -> Tokenizer:
+    """The tokenizer named ``name``, with the metric named in the error."""
+    try:
+        return get_tokenizer(name)
+    except ValueError as error:
+        raise ValueError(f"{metric}: {error}") from None
+
+
+def reject_with_compat(metric: str, compat: str, **given: object) -> None:
+    """Refuse options that a compatibility preset fixes itself.
+
+    Raises:
+        ValueError: one of ``given`` is not ``None``.
+    """
+    fixed = sorted(name for name, value in given.items() if value is not None)
+    if fixed:
+        raise ValueError(
+            f"{metric}: compat={compat!r} fixes {', '.join(fixed)}; do not pass "
+            f"{'it' if len(fixed) == 1 else 'them'}"
+        )
+
+
+def reject_without_compat(metric: str, **given: object) -> None:
+    """Refuse options that only mean something under a compatibility preset.
+
+    Raises:
+        ValueError: one of ``given`` is not ``None``.
+    """
+    for name, value in given.items():
+        if value is not None:
+            raise ValueError(f"{metric}: option {name!r} needs a compat preset")
+
+
+def f_measure(precision: float, recall: float) -> float:
+    """Balanced F-measure, evaluated as ``((2 * P) * R) / (P + R)`` like SQuAD and rouge-score.
+
+    Example:
+        >>> f_measure(0.5, 1.0)
+        0.6666666666666666
+    """
+    if precision + recall == 0.0:
+        return 0.0
+    return 2 * precision * recall / (precision + recall)
+
+
+class Metric(ABC):
+    """A configured metric: ``metric(prediction, targets) -> float`` in [0, 1]."""
+
+    name: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def signature(self) -> str:
+        """Every setting that changes the number, as ``name|key:value|...``."""
+
+    @abstractmethod
+    def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
+        """Score checked inputs."""
+
+    def __call__(self, prediction: str, targets: Targets) -> float:
+        """Score ``prediction`` against ``targets`` (a string, or a non-empty list: best of them).
+
+        Raises:
+            TypeError: ``prediction`` is not a str, or ``targets`` is not a str or list of str.
+            ValueError: ``targets`` is an empty list.
+        """
+        check_prediction(prediction, self.name)
+        return self._score(prediction, coerce_targets(targets, self.name))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.signature}>"

@@ -1,0 +1,216 @@
+"""Tokenizers (``str -> list[str]``), each registered under a name.
+
+A token metric is only comparable with another made under the same tokenizer, so each metric
+reports the tokenizer's name in its signature.
+
+- ``words``: lower-case, then every maximal run of word characters (``re`` ``\\w``). The default
+  tokenizer of every metric in :mod:`reward_plugins.metrics`.
+- ``split``: Python ``str.split()`` (what the SQuAD scripts do after normalization).
+- ``chars``: like ``words``, except that every Han ideograph, Hiragana and Katakana character is a
+  token of its own (Chinese and Japanese do not separate words by spaces; Hangul keeps its
+  space-separated words). The usual choice for Chinese token F1.
+- ``13a``: sacrebleu's default tokenizer (mteval-v13a.pl), reproduced exactly.
+- ``rouge_score`` / ``rouge_score_porter``: Google rouge-score's default tokenizer, without and
+  with its Porter stemmer (nltk, imported only when asked for).
+
+References:
+    sacrebleu 2.6.0 ``tokenizers/tokenizer_13a.py`` and ``tokenizer_re.py`` (behaviour restated in
+    ``metric-conventions.md`` section 4); rouge-score 0.1.2 ``tokenize.py`` (section 7).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+Tokenizer = Callable[[str], list[str]]
+
+_WORD = re.compile(r"\w+")
+
+# Han (URO, extension A, compatibility, extensions B and later), Hiragana and Katakana.
+_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+# A CJK character is a token only if it is a word character (unassigned code points are not).
+_CJK_OR_WORD = re.compile(f"(?=\\w)[{_CJK_RANGES}]|[^\\W{_CJK_RANGES}]+")
+
+_ROUGE_TOKEN = re.compile(r"[a-z0-9]+")
+_ROUGE_VALID = re.compile(r"[a-z0-9]+")
+_ROUGE_MIN_STEM_LENGTH = 4  # rouge-score stems only tokens longer than 3 characters
+
+
+def tokenize_words(text: str) -> list[str]:
+    """Lower-case ``text`` and return its runs of word characters (the default contract).
+
+    Example:
+        >>> tokenize_words("It's 3.5 K-9s!")
+        ['it', 's', '3', '5', 'k', '9s']
+    """
+    return _WORD.findall(text.lower())
+
+
+def tokenize_split(text: str) -> list[str]:
+    """Split ``text`` on Python whitespace, unchanged otherwise.
+
+    Example:
+        >>> tokenize_split(" The  cat\\u3000sat ")
+        ['The', 'cat', 'sat']
+    """
+    return text.split()
+
+
+def tokenize_chars(text: str) -> list[str]:
+    """Lower-case ``text``; each Han, Hiragana or Katakana character is a token, so is a word run.
+
+    Punctuation and whitespace separate tokens and are dropped.
+
+    Example:
+        >>> tokenize_chars("北京大学 is in Beijing。")
+        ['北', '京', '大', '学', 'is', 'in', 'beijing']
+    """
+    return _CJK_OR_WORD.findall(text.lower())
+
+
+# --- sacrebleu 13a -------------------------------------------------------------------------------
+# Pass (a): the ASCII symbols that get a space on both sides; apostrophe, comma, period, hyphen,
+# digits and letters are not among them. It looks at no neighbour, so a translation table does
+# it in one C call. (Space is in sacrebleu's set too; a word has none.)
+_13A_SPACED_SYMBOLS = str.maketrans(
+    {symbol: f" {symbol} " for symbol in '!"#$%&()*+/:;<=>?@[\\]^_`{|}~'}
+)
+# Passes (b)-(d), applied one after another, each a left-to-right non-overlapping substitution
+# whose matches consume the neighbour they test: "..1" gives ". .1", which no per-character rule
+# reproduces, so these stay regular expressions (run only when the word has the character).
+_13A_PERIOD_COMMA_AFTER_NON_DIGIT = re.compile(r"([^0-9])([.,])")
+_13A_PERIOD_COMMA_BEFORE_NON_DIGIT = re.compile(r"([.,])([^0-9])")
+_13A_HYPHEN_AFTER_DIGIT = re.compile(r"([0-9])(-)")
+_13A_CONTEXT_CHARACTER = re.compile(r"[.,-]")
+_13A_ENTITIES = (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"))
+
+
+@functools.lru_cache(maxsize=2**16)
+def _tokenize_13a_word(word: str) -> str:
+    """Apply the four 13a substitution passes to one whitespace-free word; tokens joined by " ".
+
+    The passes only ever look one character beyond a period, comma or hyphen, and the character
+    beyond a word's end is whitespace both in the padded word and in the whole line, so
+    tokenizing word by word gives the line's tokens; caching per word makes it cheap.
+    """
+    context = _13A_CONTEXT_CHARACTER.search(word)
+    if context is None:  # no period, comma or hyphen: pass (a) is all there is to do
+        return " ".join(word.translate(_13A_SPACED_SYMBOLS).split())
+    if context.start() == len(word) - 1 and word[-1] != "-" and len(word) > 1:
+        # One trailing period or comma: split off whatever precedes it (passes b or c).
+        return " ".join(word[:-1].translate(_13A_SPACED_SYMBOLS).split()) + " " + word[-1]
+    padded = f" {word} ".translate(_13A_SPACED_SYMBOLS)
+    if "." in word or "," in word:
+        padded = _13A_PERIOD_COMMA_AFTER_NON_DIGIT.sub(r"\1 \2 ", padded)
+        padded = _13A_PERIOD_COMMA_BEFORE_NON_DIGIT.sub(r" \1 \2", padded)
+    if "-" in word:
+        padded = _13A_HYPHEN_AFTER_DIGIT.sub(r"\1 \2 ", padded)
+    return " ".join(padded.split())
+
+
+def tokenize_13a(text: str) -> list[str]:
+    """sacrebleu's ``13a`` tokenizer (the tokens of ``Tokenizer13a()(text).split()``).
+
+    Line-level steps first: remove ``<skipped>``, join hyphen + newline, turn newlines into
+    spaces, and unescape ``&quot;``, ``&amp;``, ``&lt;``, ``&gt;`` in that order, one pass each;
+    then the four substitution passes on every word. sacrebleu's BLEU strips trailing whitespace
+    before calling the tokenizer; that is the metric's job, not this function's.
+
+    Example:
+        >>> tokenize_13a("Hello, world! It's 3.5 dollars.")
+        ['Hello', ',', 'world', '!', "It's", '3.5', 'dollars', '.']
+        >>> tokenize_13a("1--2 ..1 U.S.")
+        ['1', '-', '-2', '.', '.1', 'U', '.', 'S', '.']
+    """
+    text = text.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    if "&" in text:
+        for entity, char in _13A_ENTITIES:
+            text = text.replace(entity, char)
+    return " ".join(map(_tokenize_13a_word, text.split())).split()
+
+
+# --- Google rouge-score ---------------------------------------------------------------------------
+def tokenize_rouge_score(text: str) -> list[str]:
+    """rouge-score's default tokenizer without stemming: ``str.lower()``, then runs of ``[a-z0-9]``.
+
+    Every other character separates tokens, so accented letters split words and CJK text gives
+    no tokens at all.
+
+    Example:
+        >>> tokenize_rouge_score("Hello, World! It's 3.5 café 東京")
+        ['hello', 'world', 'it', 's', '3', '5', 'caf']
+    """
+    return _ROUGE_TOKEN.findall(text.lower())
+
+
+@functools.cache
+def _rouge_score_stemmer() -> Callable[[str], str]:
+    """rouge-score's per-token stemming step, cached per token.
+
+    nltk's ``PorterStemmer()`` (``NLTK_EXTENSIONS`` mode, as rouge-score uses) for tokens longer
+    than 3 characters; a stem that is not a run of ``[a-z0-9]`` becomes "" (rouge-score drops it).
+    """
+    try:
+        from nltk.stem.porter import PorterStemmer
+    except ImportError as error:
+        raise ImportError(
+            "the Porter stemmer needs nltk: pip install 'reward-plugins[stem]'"
+        ) from error
+    stemmer = PorterStemmer()
+
+    @functools.lru_cache(maxsize=2**16)
+    def stem(token: str) -> str:
+        stemmed = stemmer.stem(token) if len(token) >= _ROUGE_MIN_STEM_LENGTH else token
+        return stemmed if _ROUGE_VALID.fullmatch(stemmed) else ""
+
+    return stem
+
+
+def tokenize_rouge_score_porter(text: str) -> list[str]:
+    """rouge-score's default tokenizer with ``use_stemmer=True``.
+
+    Tokens longer than 3 characters go through nltk's Porter stemmer; a stem that is not a run of
+    ``[a-z0-9]`` is dropped, as rouge-score does.
+
+    Example:
+        >>> tokenize_rouge_score_porter("The runners were running quickly")
+        ['the', 'runner', 'were', 'run', 'quickli']
+
+    Raises:
+        ImportError: nltk is not installed.
+    """
+    stems = map(_rouge_score_stemmer(), _ROUGE_TOKEN.findall(text.lower()))
+    return list(filter(None, stems))
+
+
+_TOKENIZERS: dict[str, Tokenizer] = {
+    "13a": tokenize_13a,
+    "chars": tokenize_chars,
+    "rouge_score": tokenize_rouge_score,
+    "rouge_score_porter": tokenize_rouge_score_porter,
+    "split": tokenize_split,
+    "words": tokenize_words,
+}
+TOKENIZERS: Mapping[str, Tokenizer] = MappingProxyType(_TOKENIZERS)
+"""Read-only view of the named tokenizers."""
+
+
+def get_tokenizer(name: str) -> Tokenizer:
+    """Return the tokenizer registered as ``name``.
+
+    Example:
+        >>> get_tokenizer("words")("Hello, World")
+        ['hello', 'world']
+
+    Raises:
+        ValueError: ``name`` is not a known tokenizer; the message lists the known ones.
+    """
+    try:
+        return _TOKENIZERS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown tokenizer {name!r}; valid names: {', '.join(sorted(_TOKENIZERS))}"
+        ) from None
