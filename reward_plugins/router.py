@@ -22,7 +22,7 @@ from typing import Any
 
 from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.groundtruth import coerce_golds
-from reward_plugins.registry import lookup
+from reward_plugins.registry import Registration, lookup
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +31,42 @@ VERL_CALL_KEYWORDS = frozenset({"reward_router_address", "reward_model_tokenizer
 
 LOG_SAMPLE_EVERY = 64
 """At DEBUG level, one response in this many (chosen by a hash of its text) is logged."""
+
+
+def check_options(scorer: str, data_source: str, options: Mapping[str, Any]) -> Registration:
+    """Resolve ``scorer`` for ``data_source`` and check ``options`` before any sample is scored.
+
+    Names are checked against the scorer's options; values by scoring one response without an
+    answer against one gold, so a bad value fails at configuration time (adapters call this when
+    they are built).
+
+    Raises:
+        UnknownDataSource: nothing registered for ``data_source`` / ``scorer``.
+        TypeError: an unknown option (the message lists the valid ones) or a value of a wrong type.
+        ValueError: a value the scorer rejects.
+    """
+    registration = lookup(data_source, scorer)
+    _reject_unknown(scorer, data_source, registration, options)
+    registration.function("", ("gold",), **_scorer_options(options))
+    return registration
+
+
+def _reject_unknown(
+    scorer: str, data_source: str, registration: Registration, options: Mapping[str, Any]
+) -> None:
+    unknown = options and options.keys() - registration.options - VERL_CALL_KEYWORDS
+    if unknown:
+        raise TypeError(
+            f"{scorer}() got unknown option(s) {', '.join(map(repr, sorted(unknown)))} "
+            f"for data_source={data_source!r}; valid options: "
+            f"{', '.join(sorted(registration.options)) or '(none)'}"
+        )
+
+
+def _scorer_options(options: Mapping[str, Any]) -> Mapping[str, Any]:
+    if options and options.keys() & VERL_CALL_KEYWORDS:
+        return {k: v for k, v in options.items() if k not in VERL_CALL_KEYWORDS}
+    return options
 
 
 def route(
@@ -49,23 +85,15 @@ def route(
         TypeError: an option the scorer does not accept, or ``solution_str`` is not a string.
     """
     registration = lookup(data_source, scorer)
-    unknown = options and options.keys() - registration.options - VERL_CALL_KEYWORDS
-    if unknown:
-        raise TypeError(
-            f"{scorer}() got unknown option(s) {', '.join(map(repr, sorted(unknown)))} "
-            f"for data_source={data_source!r}; valid options: "
-            f"{', '.join(sorted(registration.options)) or '(none)'}"
-        )
+    _reject_unknown(scorer, data_source, registration, options)
     if not isinstance(solution_str, str):
         raise TypeError(
             f"data_source={data_source!r}: solution_str must be a str, "
             f"got {type(solution_str).__name__}"
         )
     golds = coerce_golds(ground_truth, data_source)
-    if options and options.keys() & VERL_CALL_KEYWORDS:
-        options = {k: v for k, v in options.items() if k not in VERL_CALL_KEYWORDS}
     try:
-        result = registration.function(solution_str, golds, **options)
+        result = registration.function(solution_str, golds, **_scorer_options(options))
     except InvalidGroundTruth as error:  # raised by an option such as reject_empty_gold
         raise InvalidGroundTruth(f"data_source={data_source!r}: {error}") from error
     if logger.isEnabledFor(logging.DEBUG) and _sampled(solution_str):

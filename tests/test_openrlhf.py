@@ -288,7 +288,7 @@ CONFIG_ERRORS = [
     (
         {"REWARD_PLUGINS_OPTIONS": '{"formt_score": 0.1}'},
         TypeError,
-        r"'formt_score'; valid options: extract, format_score, max_answer_tags, max_answer_words",
+        r"'formt_score' for data_source='searchR1_nq'; valid options: extract, format_score",
     ),
     ({"REWARD_PLUGINS_OPTIONS": '{"extract": "middle"}'}, ValueError, r"extract must be one of"),
     (

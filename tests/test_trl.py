@@ -493,3 +493,12 @@ def test_bad_rows_name_the_row() -> None:
         reward(
             prompts=[""], completions=["a"], completion_ids=[[1]], answer=["x"], log_metric=print
         )
+
+
+def test_reject_empty_gold_is_accepted_when_the_function_is_made() -> None:
+    """The option check scores a trial response against one non-empty gold, so this guard
+    passes configuration and then rejects a row whose golds are all empty."""
+    reward = make_reward_func(data_source="searchR1_nq", reject_empty_gold=True)
+    assert reward(["q"], ["<answer>Paris</answer>"], ground_truth=["Paris"]) == [1.0]
+    with pytest.raises(InvalidGroundTruth, match="row 0"):
+        reward(["q"], ["<answer>Paris</answer>"], ground_truth=[["", "?"]])

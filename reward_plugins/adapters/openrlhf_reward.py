@@ -32,8 +32,7 @@ from typing import Any, NamedTuple
 
 from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES
-from reward_plugins.registry import lookup
-from reward_plugins.router import route
+from reward_plugins.router import check_options, route
 
 # OpenRLHF imports this file under the module name "reward_func", so name the logger explicitly.
 logger = logging.getLogger("reward_plugins.adapters.openrlhf_reward")
@@ -106,20 +105,11 @@ def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
             f"got a JSON {type(options).__name__}: {raw_options!r}"
         )
     try:
-        registration = lookup(data_source, scorer)
+        check_options(scorer, data_source, options)
     except LookupError as error:
         raise type(error)(
             f"{SCORER_VARIABLE}={scorer!r}, {DATA_SOURCE_VARIABLE}={data_source!r}: {error}"
         ) from error
-    unknown = options.keys() - registration.options
-    if unknown:
-        raise TypeError(
-            f"{OPTIONS_VARIABLE}: scorer {scorer!r} for data source {data_source!r} got unknown "
-            f"option(s) {', '.join(map(repr, sorted(unknown)))}; valid options: "
-            f"{', '.join(sorted(registration.options)) or '(none)'}"
-        )
-    try:
-        registration.function("", (), **options)
     except (TypeError, ValueError) as error:
         raise type(error)(f"{OPTIONS_VARIABLE}={raw_options}: {error}") from error
     return RewardConfig(scorer, data_source, options)

@@ -19,8 +19,7 @@ from typing import Any
 
 from reward_plugins.errors import InvalidGroundTruth, UnknownDataSource
 from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES
-from reward_plugins.registry import lookup
-from reward_plugins.router import route
+from reward_plugins.router import check_options, route
 
 __all__ = ["RewardFunction", "make_reward_func"]
 
@@ -145,19 +144,8 @@ def make_reward_func(
         where += " (no data_source was given, so the options were checked against the scorer "
         where += "registered for the Search-R1 data sources)"
     try:
-        registration = lookup(check_source, scorer)
-    except LookupError as error:
-        raise type(error)(f"make_reward_func: scorer {scorer!r}, {where}: {error}") from error
-    unknown = options.keys() - registration.options
-    if unknown:
-        raise TypeError(
-            f"make_reward_func: scorer {scorer!r} got unknown option(s) "
-            f"{', '.join(map(repr, sorted(unknown)))} for {where}; valid options: "
-            f"{', '.join(sorted(registration.options)) or '(none)'}"
-        )
-    try:
-        registration.function("", (), **options)
-    except (TypeError, ValueError) as error:
+        check_options(scorer, check_source, options)
+    except (LookupError, TypeError, ValueError) as error:
         raise type(error)(f"make_reward_func: scorer {scorer!r}, {where}: {error}") from error
     return RewardFunction(scorer, data_source, options)
 
