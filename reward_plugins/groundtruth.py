@@ -49,11 +49,14 @@ def coerce_golds(ground_truth: Any, data_source: str | None = None) -> Golds:
             raise _invalid(data_source, field, ground_truth, "is a mapping without a 'target' key")
         field = "ground_truth['target']"
         target = ground_truth["target"]
-    if isinstance(target, str):  # numpy.str_ is a str subclass
-        return (str(target),)
-    if isinstance(target, (list, tuple)):
+    target_type = type(target)
+    if target_type is list or target_type is tuple:
         items = target
-    elif type(target).__name__ == "ndarray" and getattr(target, "ndim", None) == 1:
+    elif isinstance(target, str):  # numpy.str_ is a str subclass
+        return (str(target),)
+    elif isinstance(target, (list, tuple)):
+        items = target
+    elif target_type.__name__ == "ndarray" and getattr(target, "ndim", None) == 1:
         items = target.tolist()
     else:
         raise _invalid(

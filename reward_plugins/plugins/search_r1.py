@@ -89,14 +89,41 @@ def count_answer_tags(text: str) -> tuple[int, int]:
 # ------------------------------------------------------------------------------ comparison
 
 
-class _GoldIndex(NamedTuple):
-    """Golds under one normalizer, with what SubEM and token F1 need of them."""
+class _GoldIndex:
+    """Golds under one normalizer; what SubEM-on-tokens and token F1 need is built on first use.
 
-    strings: tuple[str, ...]
-    padded: tuple[str, ...]
-    """Each gold between spaces, for whole-token SubEM."""
-    token_counts: tuple[dict[str, int], ...]
-    vocabulary: frozenset[str]
+    Built once per ground truth and shared by the rows of a GRPO group.
+    """
+
+    __slots__ = ("_f1", "_padded", "strings")
+
+    def __init__(self, strings: tuple[str, ...]) -> None:
+        self.strings = strings
+        self._padded: tuple[str, ...] | None = None
+        self._f1: tuple[tuple[dict[str, int], ...], frozenset[str]] | None = None
+
+    @property
+    def padded(self) -> tuple[str, ...]:
+        """Each gold between spaces, for whole-token SubEM."""
+        if self._padded is None:
+            self._padded = tuple(f" {gold} " for gold in self.strings)
+        return self._padded
+
+    @property
+    def token_counts(self) -> tuple[dict[str, int], ...]:
+        """Each gold's token multiset."""
+        return self._f1_data()[0]
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        """Every token of every gold."""
+        return self._f1_data()[1]
+
+    def _f1_data(self) -> tuple[tuple[dict[str, int], ...], frozenset[str]]:
+        if self._f1 is None:
+            counts = tuple(dict(Counter(gold.split())) for gold in self.strings)
+            self._f1 = (counts, frozenset().union(*counts))
+        return self._f1
 
 
 _GOLD_CACHE_SIZE = 4096
@@ -127,13 +154,7 @@ def _gold_index(golds: Golds, normalizer: str, reject_empty_gold: bool) -> _Gold
                     f"every gold answer normalizes to the empty string under normalizer "
                     f"{normalizer!r} (reject_empty_gold=True), golds: {golds!r:.200}"
                 )
-        counts = tuple(Counter(gold.split()) for gold in strings)
-        index = _GoldIndex(
-            strings,
-            tuple(f" {gold} " for gold in strings),
-            tuple(map(dict, counts)),
-            frozenset().union(*counts),
-        )
+        index = _GoldIndex(strings)
         if len(cache) >= _GOLD_CACHE_SIZE:
             cache.clear()
         cache[golds] = index
