@@ -7,7 +7,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-
 _COUNT_RESAMPLING_MIN_SIZE = 10_000
 """From this many values, inputs with few distinct values are resampled through their counts."""
 
