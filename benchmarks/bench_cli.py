@@ -1,0 +1,108 @@
+"""Speed of ``reward-plugins score`` on a generated verl-format parquet file (200,000 rows).
+
+Runs the command with ``--workers 1`` and ``--workers 2`` (each in a fresh process, as a user
+would) and reports rows per second of the scoring phase, the ratio, and the serial phases
+(read, write, summary) apart; then compares the end-to-end time with a plain loop that reads the
+same file with pandas and scores each row with verl's reference
+``search_r1_like_qa_em.compute_score`` (its 1-in-64 prints go to /dev/null). Scores are checked
+identical across the three before any time is reported.
+
+    python benchmarks/bench_cli.py [--rows 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+from rollouts import make_rollouts
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write_dataset(path: Path, rows: int) -> None:
+    """verl training rows (``data_source``, ``prompt``, ``reward_model``...) plus ``response``;
+    ``ground_truth["target"]`` is a numpy array, as pandas writes it."""
+    rollouts = make_rollouts(rows // 8, seed=7)
+    rows = len(rollouts)
+    frame = pd.DataFrame(
+        {
+            "data_source": [source for source, _, _ in rollouts],
+            "prompt": [[{"role": "user", "content": f"question {i}"}] for i in range(rows)],
+            "ability": "fact-reasoning",
+            "reward_model": [{"style": "rule", "ground_truth": gt} for _, _, gt in rollouts],
+            "extra_info": [{"index": i, "split": "test"} for i in range(len(rollouts))],
+            "response": [response for _, response, _ in rollouts],
+        }
+    )
+    frame.to_parquet(path)
+
+
+def run_cli(source: Path, output: Path, workers: int) -> tuple[float, dict]:
+    summary_path = output.with_suffix(".summary.json")
+    command = [sys.executable, "-m", "reward_plugins", "score", str(source), "-o", str(output)]
+    command += ["--workers", str(workers), "--quiet", "--summary-json", str(summary_path)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    start = time.perf_counter()
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start, json.loads(summary_path.read_text())
+
+
+def verl_loop(source: Path) -> tuple[float, list[float]]:
+    start = time.perf_counter()
+    from verl.utils.reward_score import search_r1_like_qa_em
+
+    frame = pd.read_parquet(source)
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        scores = [
+            float(search_r1_like_qa_em.compute_score(response, reward_model["ground_truth"]))
+            for response, reward_model in zip(frame["response"], frame["reward_model"], strict=True)
+        ]
+    return time.perf_counter() - start, scores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(scratch)
+        source = directory / "rollouts.parquet"
+        write_dataset(source, args.rows)
+        size = source.stat().st_size / 2**20
+        runs = {w: run_cli(source, directory / f"out{w}.parquet", w) for w in (1, 2)}
+        verl_seconds, verl_scores = verl_loop(source)
+        outputs = {w: pd.read_parquet(directory / f"out{w}.parquet") for w in runs}
+        assert outputs[1].equals(outputs[2]), "--workers 2 output differs from --workers 1"
+        assert outputs[1]["reward_score"].tolist() == verl_scores, "scores differ from verl"
+
+    rows = len(verl_scores)
+    print(f"{rows} rows, {size:.0f} MiB parquet, {os.cpu_count()} CPUs")
+    print(
+        f"{'':24} {'read s':>7} {'score s':>8} {'score rows/s':>13} {'write s':>8} "
+        f"{'summary s':>10} {'total s':>8}"
+    )
+    for workers, (wall, summary) in runs.items():
+        seconds = summary["seconds"]
+        print(
+            f"{f'--workers {workers}':24} {seconds['read']:7.2f} {seconds['score']:8.2f} "
+            f"{rows / seconds['score']:13,.0f} {seconds['write']:8.2f} {seconds['summary']:10.2f} "
+            f"{wall:8.2f}"
+        )
+    ratio = runs[1][1]["seconds"]["score"] / runs[2][1]["seconds"]["score"]
+    print(f"scoring phase speed-up, 2 workers vs 1: {ratio:.2f}x")
+    print(f"verl reference loop (read + score, no output): {verl_seconds:.2f} s")
+    for workers, (wall, _) in runs.items():
+        print(f"end to end, --workers {workers} vs the verl loop: {verl_seconds / wall:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
