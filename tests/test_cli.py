@@ -489,7 +489,13 @@ def test_list() -> None:
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["data", "source", "scorers"]
     listed = {line.split()[0]: tuple(line.split(None, 1)[1].split(", ")) for line in lines[1:]}
-    assert listed == dict(reward_plugins.registered())
+    code = (
+        "import json, reward_plugins as r; r.load_plugins(); "
+        "print(json.dumps(dict(r.registered())))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert listed == {source: tuple(names) for source, names in json.loads(fresh.stdout).items()}
     assert set(SOURCES) <= set(listed)
     assert {"compute_score", "compute_score_subem", "compute_score_f1"} <= set(
         listed["searchR1_nq"]
