@@ -7,7 +7,7 @@ same file with pandas and scores each row with verl's reference
 ``search_r1_like_qa_em.compute_score`` (its 1-in-64 prints go to /dev/null). Scores are checked
 identical across the three before any time is reported.
 
-    python benchmarks/bench_cli.py [--rows 200000]
+    python benchmarks/bench_cli.py [--rows 200000] [--data /tmp/rollouts.parquet]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -46,14 +47,21 @@ def write_dataset(path: Path, rows: int) -> None:
     frame.to_parquet(path)
 
 
-def run_cli(source: Path, output: Path, workers: int) -> tuple[float, dict]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_cli(source: Path, output: Path, workers: int) -> tuple[float, float, dict]:
+    """Wall seconds, CPU seconds (the command and its workers) and the summary of one run."""
     summary_path = output.with_suffix(".summary.json")
     command = [sys.executable, "-m", "reward_plugins", "score", str(source), "-o", str(output)]
     command += ["--workers", str(workers), "--quiet", "--summary-json", str(summary_path)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    start = time.perf_counter()
+    cpu, start = _children_cpu(), time.perf_counter()
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start, json.loads(summary_path.read_text())
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
+    return wall, cpu, json.loads(summary_path.read_text())
 
 
 def verl_loop(source: Path) -> tuple[float, list[float]]:
@@ -72,36 +80,40 @@ def verl_loop(source: Path) -> tuple[float, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--data", type=Path, help="reuse (or create) the generated file here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
-        source = directory / "rollouts.parquet"
-        write_dataset(source, args.rows)
+        source = args.data or directory / "rollouts.parquet"
+        if not source.exists():
+            write_dataset(source, args.rows)
         size = source.stat().st_size / 2**20
+        load = os.getloadavg()[0]
         runs = {w: run_cli(source, directory / f"out{w}.parquet", w) for w in (1, 2)}
         verl_seconds, verl_scores = verl_loop(source)
-        outputs = {w: pd.read_parquet(directory / f"out{w}.parquet") for w in runs}
-        assert outputs[1].equals(outputs[2]), "--workers 2 output differs from --workers 1"
-        assert outputs[1]["reward_score"].tolist() == verl_scores, "scores differ from verl"
+        outputs = {w: directory / f"out{w}.parquet" for w in runs}
+        assert outputs[1].read_bytes() == outputs[2].read_bytes(), "--workers 2 differs from 1"
+        scores = pd.read_parquet(outputs[1], columns=["reward_score"])["reward_score"].tolist()
+        assert scores == verl_scores, "scores differ from verl's"
 
     rows = len(verl_scores)
-    print(f"{rows} rows, {size:.0f} MiB parquet, {os.cpu_count()} CPUs")
+    print(f"{rows} rows, {size:.0f} MiB parquet, {os.cpu_count()} CPUs, load average {load:.1f}")
     print(
-        f"{'':24} {'read s':>7} {'score s':>8} {'score rows/s':>13} {'write s':>8} "
-        f"{'summary s':>10} {'total s':>8}"
+        f"{'':12} {'read s':>7} {'score s':>8} {'score rows/s':>13} {'write s':>8} "
+        f"{'summary s':>10} {'total s':>8} {'CPU s':>6}"
     )
-    for workers, (wall, summary) in runs.items():
+    for workers, (wall, cpu, summary) in runs.items():
         seconds = summary["seconds"]
         print(
-            f"{f'--workers {workers}':24} {seconds['read']:7.2f} {seconds['score']:8.2f} "
-            f"{rows / seconds['score']:13,.0f} {seconds['write']:8.2f} {seconds['summary']:10.2f} "
-            f"{wall:8.2f}"
+            f"{f'--workers {workers}':12} {seconds['read']:7.2f} {seconds['score']:8.2f} "
+            f"{rows / seconds['score']:13,.0f} {seconds['write']:8.2f} "
+            f"{seconds['summary']:10.2f} {wall:8.2f} {cpu:6.2f}"
         )
-    ratio = runs[1][1]["seconds"]["score"] / runs[2][1]["seconds"]["score"]
-    print(f"scoring phase speed-up, 2 workers vs 1: {ratio:.2f}x")
-    print(f"verl reference loop (read + score, no output): {verl_seconds:.2f} s")
-    for workers, (wall, _) in runs.items():
-        print(f"end to end, --workers {workers} vs the verl loop: {verl_seconds / wall:.2f}x")
+    ratio = runs[1][2]["seconds"]["score"] / runs[2][2]["seconds"]["score"]
+    print(f"scoring phase, --workers 2 vs 1: {ratio:.2f}x")
+    print(f"verl reference loop (pandas read + score, no output): {verl_seconds:.2f} s")
+    for workers, (wall, _, _) in runs.items():
+        print(f"end to end, --workers {workers}: {verl_seconds / wall:.2f}x the verl loop's speed")
 
 
 if __name__ == "__main__":

@@ -53,9 +53,9 @@ def _parser() -> argparse.ArgumentParser:
         help="re-score a rollout dump or dataset (.jsonl or .parquet)",
         description="Score every row of INPUT and write it to OUTPUT with reward_<key> columns.",
     )
-    score.add_argument("input", nargs="?", type=Path, metavar="INPUT")
+    score.add_argument("input", nargs="?", type=Path, metavar="INPUT", help=".jsonl or .parquet")
     score.add_argument("-o", "--output", type=Path, metavar="OUTPUT", help=".jsonl or .parquet")
-    score.add_argument("--demo", action="store_true", help="score the sample shipped inside")
+    score.add_argument("--demo", action="store_true", help="score the sample in the package")
     score.add_argument("--scorer", default="compute_score", help="router name (compute_score)")
     score.add_argument(
         "--set",
@@ -66,16 +66,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="scorer option, as in verl's reward_kwargs (repeatable; values parsed as JSON)",
     )
-    score.add_argument("--data-source", help="data source of every row (default: data_source)")
+    score.add_argument("--data-source", help="of every row (default: the data_source column)")
     score.add_argument("--response-column", help="default: output/response/responses/solution_str")
     score.add_argument(
         "--ground-truth-column", help="default: gts, ground_truth, reward_model.ground_truth"
     )
-    score.add_argument("--on-error", choices=("fail", "skip"), default="fail")
+    score.add_argument(
+        "--on-error", choices=("fail", "skip"), default="fail", help="on a bad row (fail)"
+    )
     score.add_argument("--workers", type=int, help="processes (local) or CPUs (local Ray)")
     score.add_argument("--backend", choices=("local", "ray"), default="local")
-    score.add_argument("--ray-address", help="existing Ray cluster (default: start a local one)")
-    score.add_argument("--summary-json", type=Path, metavar="PATH")
+    score.add_argument("--ray-address", help="a Ray cluster (default: RAY_ADDRESS, else local)")
+    score.add_argument("--summary-json", type=Path, metavar="PATH", help="write the summary")
     score.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     score.set_defaults(handler=_score)
 
@@ -176,7 +178,10 @@ def _run_with_progress(rescore: Any, job: Any, show: bool) -> dict[str, Any]:
         return rescore.run(job)  # type: ignore[no-any-return]
     from tqdm import tqdm
 
-    total = sum(1 for _ in job.input.open("rb")) if job.input.suffix == ".jsonl" else None
+    total = None
+    if job.input.suffix == ".jsonl" and job.input.is_file():
+        with job.input.open("rb") as lines:
+            total = sum(1 for line in lines if line.strip())
     with tqdm(total=total, unit="rows", file=sys.stderr, desc="scoring", leave=False) as bar:
         return rescore.run(job, progress=bar.update)  # type: ignore[no-any-return]
 

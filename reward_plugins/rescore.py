@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -115,7 +116,9 @@ class InputRows:
     def __len__(self) -> int:
         return len(self.numbers)
 
+    @cached_property
     def column_names(self) -> list[str]:
+        """Top-level column names; for JSONL, every key of any row, in order of appearance."""
         if self.table is not None:
             return list(self.table.column_names)
         names: dict[str, None] = {}
@@ -180,14 +183,14 @@ def read_rows(path: Path) -> InputRows:
         return InputRows(path, "row", list(range(1, table.num_rows + 1)), table=table)
     rows = InputRows(path, "line", [], records=[])
     assert rows.records is not None
-    with path.open(encoding="utf-8") as lines:
+    with path.open("rb") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             failure = None
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as error:
+            except ValueError as error:  # JSONDecodeError, or UnicodeDecodeError
                 failure = RowFailure("unparsable JSON", f"unparsable JSON: {error}")
             else:
                 if not isinstance(record, dict):
@@ -218,7 +221,7 @@ class Columns:
 def _column_values(rows: InputRows, name: str) -> list[Any] | None:
     """The values of ``name`` (``parent.child`` reads a field of a mapping column), or ``None``
     when no row has it."""
-    names = rows.column_names()
+    names = rows.column_names
     if name in names:
         return rows.values(name)
     parent, dot, child = name.partition(".")
@@ -234,12 +237,12 @@ def _find_column(
     rows: InputRows, given: str | None, candidates: Sequence[str], role: str, option: str
 ) -> str:
     for name in (given,) if given else candidates:
-        if name in rows.column_names() or _column_values(rows, name) is not None:
+        if name in rows.column_names or _column_values(rows, name) is not None:
             return name
     looked_for = repr(given) if given else " / ".join(map(repr, candidates))
     raise RescoreError(
         f"input {rows.path}: no {role} column {looked_for}; columns: "
-        f"{', '.join(rows.column_names()) or '(none)'}; name it with {option}"
+        f"{', '.join(rows.column_names) or '(none)'}; name it with {option}"
     )
 
 
@@ -337,7 +340,10 @@ def _check_truth_and_source(truth: Any, source: Any, truth_column: str) -> RowFa
 
 def check_scorer_and_options(scorer: str, options: Mapping[str, Any]) -> None:
     """Fail early on a scorer registered nowhere or an option none of its registrations takes."""
-    load_plugins()
+    try:
+        load_plugins()
+    except ImportError as error:
+        raise RescoreError(str(error)) from error
     registrations = [
         lookup(source, scorer) for source, names in registered().items() if scorer in names
     ]
@@ -480,10 +486,10 @@ def score_ray(
     """:func:`score_local`'s result, computed on Ray Data.
 
     Uses the Ray instance this process is already connected to; otherwise connects to
-    ``address``, or starts a local instance with ``cpus`` CPUs (all of them if ``None``), and
-    disconnects at the end. A connection made here ships this process's ``reward_plugins``
-    package to the workers (a ``py_modules`` runtime environment), so that they score with the
-    same code as a local run.
+    ``address`` (or ``RAY_ADDRESS``), or starts a local instance with ``cpus`` CPUs (all of
+    them if ``None``), and disconnects at the end. A connection made here ships this process's
+    ``reward_plugins`` package to the workers (a ``py_modules`` runtime environment), so that
+    they score with the same code as a local run.
     """
     try:
         import pyarrow
@@ -496,15 +502,19 @@ def score_ray(
     if not ray_logs:
         for name in ("ray", "ray.data"):
             logging.getLogger(name).setLevel(logging.ERROR)
+    address = address or os.environ.get("RAY_ADDRESS") or None
     started = not ray.is_initialized()
     if started:
-        ray.init(
-            address=address or "local",
-            num_cpus=None if address else cpus,
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-            runtime_env={"py_modules": [str(Path(reward_plugins.__file__).parent)]},
-        )
+        try:
+            ray.init(
+                address=address or "local",
+                num_cpus=None if address else cpus,
+                include_dashboard=False,
+                logging_level=logging.WARNING,
+                runtime_env={"py_modules": [str(Path(reward_plugins.__file__).parent)]},
+            )
+        except (ConnectionError, ValueError) as error:
+            raise RescoreError(f"cannot start or reach Ray at {address}: {error}") from error
     total = len(tasks.sources)
     outcomes: list[Outcome | None] = [None] * total
     todo = [index for index in range(total) if index not in tasks.failures]
@@ -729,7 +739,7 @@ def run(job: ScoreJob, progress: Progress | None = None) -> dict[str, Any]:
         "data_source_option": job.data_source,
         "rows": len(rows),
         "scored": len(kept),
-        "replaced_columns": sorted(rewards.keys() & set(rows.column_names())),
+        "replaced_columns": sorted(rewards.keys() & set(rows.column_names)),
         "skipped": {
             "rows": len(bad),
             "reasons": dict(Counter(failures[i].reason for i in bad).most_common()),
