@@ -339,6 +339,16 @@ def test_parquet_bad_row_stops_the_run(
     assert leftover_files(tmp_path, {"rows.parquet"}) == set()
 
 
+def test_a_line_that_is_not_utf8(tmp_path: Path) -> None:
+    source = tmp_path / "rows.jsonl"
+    good = json.dumps(GOOD[0]).encode()
+    source.write_bytes(good + b"\n" + b'{"response": "\xff\xfe"}\n' + good + b"\n")
+    result = run_cli("score", source, "-o", tmp_path / "out.jsonl")
+    assert result.returncode == 1
+    assert f"{source}: line 2: unparsable JSON: " in result.stderr
+    assert "utf-8" in result.stderr
+
+
 def test_several_bad_rows_name_the_first_and_count_the_rest(tmp_path: Path) -> None:
     lines = [GOOD[0], _no_response(GOOD[1]), "{", _invalid_truth(GOOD[2])]
     result = run_cli(
