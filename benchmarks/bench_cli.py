@@ -3,9 +3,10 @@
 Runs the command with ``--workers 1`` and ``--workers 2`` (each in a fresh process, as a user
 would) and reports rows per second of the scoring phase, the ratio, and the serial phases
 (read, write, summary) apart; then compares the end-to-end time with a plain loop that reads the
-same file with pandas and scores each row with verl's reference
-``search_r1_like_qa_em.compute_score`` (its 1-in-64 prints go to /dev/null). Scores are checked
-identical across the three before any time is reported.
+same file with pandas, scores each row with verl's reference
+``search_r1_like_qa_em.compute_score`` (its 1-in-64 prints go to /dev/null) and writes the
+scores with pandas. Each is run ``--repeats`` times and the fastest run is kept. Scores are
+checked identical across the three before any time is reported.
 
     python benchmarks/bench_cli.py [--rows 200000] [--data /tmp/rollouts.parquet]
 """
@@ -64,16 +65,19 @@ def run_cli(source: Path, output: Path, workers: int) -> tuple[float, float, dic
     return wall, cpu, json.loads(summary_path.read_text())
 
 
-def verl_loop(source: Path) -> tuple[float, list[float]]:
-    start = time.perf_counter()
+def verl_loop(source: Path, output: Path) -> tuple[float, list[float]]:
+    """The plain way: read with pandas, score each row with verl, write the scores."""
     from verl.utils.reward_score import search_r1_like_qa_em
 
+    start = time.perf_counter()
     frame = pd.read_parquet(source)
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         scores = [
             float(search_r1_like_qa_em.compute_score(response, reward_model["ground_truth"]))
             for response, reward_model in zip(frame["response"], frame["reward_model"], strict=True)
         ]
+    frame["reward_score"] = scores
+    frame.to_parquet(output)
     return time.perf_counter() - start, scores
 
 
@@ -81,6 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--data", type=Path, help="reuse (or create) the generated file here")
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each (best is kept)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
@@ -89,8 +94,17 @@ def main() -> None:
             write_dataset(source, args.rows)
         size = source.stat().st_size / 2**20
         load = os.getloadavg()[0]
-        runs = {w: run_cli(source, directory / f"out{w}.parquet", w) for w in (1, 2)}
-        verl_seconds, verl_scores = verl_loop(source)
+        # Best of --repeats, alternating the configurations: the first run of a process on
+        # memory the machine has not touched yet pays for it, whichever configuration it is.
+        runs: dict[int, tuple[float, float, dict]] = {}
+        verl_seconds = float("inf")
+        for _ in range(args.repeats):
+            for workers in (1, 2):
+                run = run_cli(source, directory / f"out{workers}.parquet", workers)
+                if workers not in runs or run[0] < runs[workers][0]:
+                    runs[workers] = run
+            seconds, verl_scores = verl_loop(source, directory / "verl.parquet")
+            verl_seconds = min(verl_seconds, seconds)
         outputs = {w: directory / f"out{w}.parquet" for w in runs}
         assert outputs[1].read_bytes() == outputs[2].read_bytes(), "--workers 2 differs from 1"
         scores = pd.read_parquet(outputs[1], columns=["reward_score"])["reward_score"].tolist()
@@ -111,7 +125,7 @@ def main() -> None:
         )
     ratio = runs[1][2]["seconds"]["score"] / runs[2][2]["seconds"]["score"]
     print(f"scoring phase, --workers 2 vs 1: {ratio:.2f}x")
-    print(f"verl reference loop (pandas read + score, no output): {verl_seconds:.2f} s")
+    print(f"verl reference loop (pandas read, score, write): {verl_seconds:.2f} s")
     for workers, (wall, _, _) in runs.items():
         print(f"end to end, --workers {workers}: {verl_seconds / wall:.2f}x the verl loop's speed")
 
