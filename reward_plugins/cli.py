@@ -1,7 +1,7 @@
 """The ``reward-plugins`` command: ``score``, ``list`` and ``path``.
 
-Exit status: 0 on success, 1 when rows cannot be scored or a file is missing, 2 for a usage
-error (bad option, unknown scorer, unreadable input, missing optional dependency).
+Exit status: 0 on success; 1 when rows cannot be scored, or ``path`` finds no entry file; 2 for a
+usage error (bad option, unknown scorer, missing or unreadable input, missing optional package).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from reward_plugins import rescore
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
@@ -133,12 +135,12 @@ def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from reward_plugins import rescore
-
     if args.demo == (args.input is not None):
         parser.error("score: give INPUT, or --demo (not both)")
     if args.output is None and not args.demo:
         parser.error("score: -o/--output is required (except with --demo)")
+    if args.ray_address and args.backend != "ray":
+        parser.error("score: --ray-address needs --backend ray")
     with ExitStack() as stack:
         source = args.input
         if args.demo:
@@ -160,7 +162,7 @@ def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
         show_progress = not args.quiet and sys.stderr.isatty()
         try:
-            summary = _run_with_progress(rescore, job, show_progress)
+            summary = _run_with_progress(job, show_progress)
         except rescore.BadRowError as error:
             return _error(str(error), 1)
         except rescore.RescoreError as error:
@@ -173,9 +175,9 @@ def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
-def _run_with_progress(rescore: Any, job: Any, show: bool) -> dict[str, Any]:
+def _run_with_progress(job: rescore.ScoreJob, show: bool) -> dict[str, Any]:
     if not show:
-        return rescore.run(job)  # type: ignore[no-any-return]
+        return rescore.run(job)
     from tqdm import tqdm
 
     total = None
@@ -183,7 +185,7 @@ def _run_with_progress(rescore: Any, job: Any, show: bool) -> dict[str, Any]:
         with job.input.open("rb") as lines:
             total = sum(1 for line in lines if line.strip())
     with tqdm(total=total, unit="rows", file=sys.stderr, desc="scoring", leave=False) as bar:
-        return rescore.run(job, progress=bar.update)  # type: ignore[no-any-return]
+        return rescore.run(job, progress=bar.update)
 
 
 def _interval(metric: dict[str, float]) -> str:
@@ -194,8 +196,6 @@ def _interval(metric: dict[str, float]) -> str:
 
 def format_summary(summary: dict[str, Any]) -> str:
     """The summary as printed: the job, skipped rows, then each metric per data source."""
-    from reward_plugins.rescore import SUMMARY_METRICS
-
     columns = summary["columns"]
     source = columns["data_source"] or f"--data-source {summary['data_source_option']}"
     options = " ".join(f"{k}={json.dumps(v)}" for k, v in summary["options"].items())
@@ -216,7 +216,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         for example in skipped["examples"]:
             where = ", ".join(f"{k} {v}" for k, v in example.items() if k != "reason")
             lines.append(f"  {where}: {example['reason']}")
-    labels = dict(SUMMARY_METRICS)
+    labels = dict(rescore.SUMMARY_METRICS)
     groups = {**summary["sources"], "overall": summary["overall"]}
     width = max(len("data source"), *map(len, groups))
     lines += ["", f"{'data source':{width}}  {'rows':>7}  {'metric':19}  {'mean':>7}  95% CI"]

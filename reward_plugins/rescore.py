@@ -730,7 +730,7 @@ def run(job: ScoreJob, progress: Progress | None = None) -> dict[str, Any]:
         "scorer": job.scorer,
         "options": dict(job.options),
         "backend": job.backend,
-        "workers": job.workers or 1,
+        "workers": job.workers,
         "columns": {
             "response": tasks.columns.response,
             "ground_truth": tasks.columns.ground_truth,

@@ -260,6 +260,10 @@ def test_usage_errors(tmp_path: Path) -> None:
         (("score", source, "--demo"), "give INPUT, or --demo"),
         (("score", source, "-o", tmp_path / "o.jsonl", "--set", "x"), "expected key=value"),
         (
+            ("score", source, "-o", tmp_path / "o.jsonl", "--ray-address", "h:1"),
+            "needs --backend ray",
+        ),
+        (
             ("score", source, "-o", tmp_path / "o.jsonl", "--workers", "0"),
             "--workers must be at least 1",
         ),
