@@ -510,7 +510,7 @@ def score_ray(
                 address=address or "local",
                 num_cpus=None if address else cpus,
                 include_dashboard=False,
-                logging_level=logging.WARNING,
+                logging_level=logging.WARNING if ray_logs else logging.ERROR,
                 runtime_env={"py_modules": [str(Path(reward_plugins.__file__).parent)]},
             )
         except (ConnectionError, ValueError) as error:
