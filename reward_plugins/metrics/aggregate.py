@@ -7,6 +7,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+_COUNT_RESAMPLING_MIN_SIZE = 10_000
+"""From this many values, inputs with few distinct values are resampled through their counts."""
+
 
 class MeanCI(NamedTuple):
     """A mean and the bounds of its bootstrap confidence interval."""
@@ -53,6 +56,14 @@ def bootstrap_mean(
     if data.size == 1:
         return MeanCI(mean, mean, mean, 1)
     rng = np.random.default_rng(seed)
+    if data.size >= _COUNT_RESAMPLING_MIN_SIZE:
+        distinct, counts = np.unique(data, return_counts=True)
+        if distinct.size * 64 <= data.size:
+            # A resample only changes how often each distinct value is drawn, and those counts
+            # are multinomial: drawing them directly gives the same bootstrap distribution at a
+            # cost independent of n (0/1 metrics over a million rows take milliseconds).
+            draws = rng.multinomial(data.size, counts / data.size, size=resamples)
+            return _interval(mean, draws @ distinct / data.size, confidence, data)
     # Resample in chunks so memory stays bounded for million-row inputs.
     means = np.empty(resamples)
     chunk = max(1, 2_000_000 // data.size)
@@ -60,6 +71,10 @@ def bootstrap_mean(
         stop = min(resamples, start + chunk)
         indices = rng.integers(0, data.size, size=(stop - start, data.size))
         means[start:stop] = data[indices].mean(axis=1)
+    return _interval(mean, means, confidence, data)
+
+
+def _interval(mean: float, means: np.ndarray, confidence: float, data: np.ndarray) -> MeanCI:
     tail = (1.0 - confidence) / 2.0
     # A resampled mean lies within [min, max]; clipping removes float round-off beyond it.
     low, high = np.clip(np.quantile(means, [tail, 1.0 - tail]), data.min(), data.max())

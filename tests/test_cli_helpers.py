@@ -1,0 +1,126 @@
+"""Helpers (no tests): generated verl-format inputs and a subprocess runner for the CLI tests."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = ("searchR1_nq", "searchR1_triviaqa", "searchR1_hotpotqa", "searchR1_bamboogle")
+KINDS = ("correct", "variant", "superset", "wrong", "missing", "spam")
+
+
+def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m reward_plugins ARGS`` with this checkout first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "reward_plugins", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+def response_text(golds: list[str], kind: str, rng: random.Random) -> str:
+    """A Search-R1 style response whose answer is right, wrong, absent or spammed."""
+    gold = rng.choice(golds)
+    trace = (
+        f"<think>Let me look this up.</think>\n<search> {gold} facts </search>\n"
+        f"<information>Doc 1(Title: {gold}) {gold} is discussed here.</information>\n"
+    )
+    answers = {
+        "correct": f"<answer> {gold} </answer>",
+        "variant": f"<answer>The {gold.upper()}!</answer>",
+        "superset": f"<answer> it is {gold} for sure </answer>",
+        "wrong": "<answer> Somebody Else </answer>",
+        "missing": "<think>I could not decide.</think>",
+        "spam": f"<answer>{gold}</answer>" * 12,
+    }
+    return trace + answers[kind]
+
+
+def training_rows(count: int, seed: int = 0) -> list[dict[str, Any]]:
+    """verl training rows (``data_source``, ``prompt``, ``reward_model``...) plus ``response``."""
+    rng = random.Random(seed)
+    rows = []
+    for index in range(count):
+        golds = [f"Gold {rng.randint(0, 99)} Answer", f"Alias {index}"][: rng.randint(1, 2)]
+        rows.append(
+            {
+                "data_source": rng.choice(SOURCES),
+                "prompt": [{"role": "user", "content": f"Question {index}?"}],
+                "ability": "fact-reasoning",
+                "reward_model": {"style": "rule", "ground_truth": {"target": golds}},
+                "extra_info": {"index": index, "split": "test"},
+                "response": response_text(golds, KINDS[index % len(KINDS)], rng),
+            }
+        )
+    return rows
+
+
+def dump_rows(count: int, seed: int = 0) -> list[dict[str, Any]]:
+    """Rows as verl's ``trainer.validation_data_dir`` dump writes them (no data source)."""
+    return [
+        {
+            "input": row["prompt"][0]["content"],
+            "output": row["response"],
+            "gts": row["reward_model"]["ground_truth"],
+            "score": 0.5,
+            "step": 3,
+            "acc": 0.0,
+        }
+        for row in training_rows(count, seed)
+    ]
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    """One JSON document per line; a ``str`` item is written as the raw line."""
+    with path.open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
+    return path
+
+
+def write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """Through pandas, with every ``ground_truth["target"]`` as a numpy array (as verl's
+    preprocessing writes Search-R1 data)."""
+    import numpy as np
+    import pandas as pd
+
+    def with_array(reward_model: Any) -> Any:
+        truth = reward_model.get("ground_truth") if isinstance(reward_model, dict) else None
+        if isinstance(truth, dict) and isinstance(truth.get("target"), list):
+            target = np.array(truth["target"], dtype=object)
+            return {**reward_model, "ground_truth": {**truth, "target": target}}
+        return reward_model
+
+    frame = pd.DataFrame(rows)
+    frame["reward_model"] = [with_array(reward_model) for reward_model in frame["reward_model"]]
+    frame.to_parquet(path)
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def router_result(
+    row: dict[str, Any], scorer: str = "compute_score", **options: Any
+) -> dict[str, Any]:
+    """What the router returns for a training row, called in this process."""
+    import reward_plugins.router
+
+    function = getattr(reward_plugins.router, scorer)
+    truth = row["reward_model"]["ground_truth"]
+    return dict(function(row["data_source"], row["response"], truth, **options))
+
+
+def verl_score(response: str, ground_truth: Any) -> float:
+    """verl's reference ``search_r1_like_qa_em.compute_score`` (its prints discarded)."""
+    from verl.utils.reward_score import search_r1_like_qa_em
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return float(search_r1_like_qa_em.compute_score(response, ground_truth))

@@ -1,0 +1,88 @@
+"""Summaries: scorers registered later, per-source grouping, large-input intervals."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_cli_helpers import REPO, read_jsonl, write_jsonl
+
+from reward_plugins.metrics.aggregate import bootstrap_mean
+from reward_plugins.rescore import summarize
+
+LENGTH_SCORER = """
+import sys
+from reward_plugins import register
+from reward_plugins.cli import main
+
+
+@register("length_reward", ["test_cli_lengths"])
+def length_reward(solution_str, golds, *, cap=10):
+    return {"score": min(len(solution_str), cap) / cap, "too_long": len(solution_str) > cap}
+
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_scorer_registered_later(tmp_path: Path) -> None:
+    """A scorer registered outside the package (in a separate process, to keep this one's
+    registry as it is) is used without any change to the command."""
+    rows = [{"response": "x" * n, "ground_truth": "unused"} for n in (0, 4, 12)]
+    source = write_jsonl(tmp_path / "rows.jsonl", rows)
+    args = ["score", source, "-o", tmp_path / "out.jsonl", "--summary-json", tmp_path / "s.json"]
+    args += ["--scorer", "length_reward", "--set", "cap=8", "--data-source", "test_cli_lengths"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-c", LENGTH_SCORER, *map(str, args)]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = read_jsonl(tmp_path / "out.jsonl")
+    assert [(r["reward_score"], r["reward_too_long"]) for r in out] == [
+        (0.0, False),
+        (0.5, False),
+        (1.0, True),
+    ]
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert list(summary["overall"]["metrics"]) == ["score"]  # EM, F1... are not computed here
+    assert summary["overall"]["metrics"]["score"]["mean"] == pytest.approx(0.5)
+    assert summary["sources"]["test_cli_lengths"]["rows"] == 3
+
+
+def test_summarize_groups_sorted_and_overall() -> None:
+    sources = ["b", "a", "b", "a", "b"]
+    results = [{"score": s, "em": s, "answer_found": 1.0} for s in (1.0, 0.0, 0.0, 1.0, 1.0)]
+    summary = summarize(sources, results)
+    assert list(summary["sources"]) == ["a", "b"]
+    assert summary["sources"]["a"]["rows"] == 2 and summary["overall"]["rows"] == 5
+    assert list(summary["overall"]["metrics"]) == ["score", "em", "answer_found"]
+    b_scores = bootstrap_mean([1.0, 0.0, 1.0])
+    assert summary["sources"]["b"]["metrics"]["score"] == {
+        "mean": b_scores.mean,
+        "low": b_scores.low,
+        "high": b_scores.high,
+    }
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.random.default_rng(1).random(50_000) < 0.3,  # a 0/1 metric: resampled through counts
+        np.random.default_rng(2).integers(0, 5, 40_000) / 4,  # five values: through counts
+        np.random.default_rng(3).random(20_000),  # continuous: resampled by index
+    ],
+)
+def test_large_input_intervals_match_the_normal_approximation(values: np.ndarray) -> None:
+    data = np.asarray(values, dtype=float)
+    interval = bootstrap_mean(data)
+    assert interval.mean == data.mean() and interval.n == data.size
+    half_width = 1.959964 * data.std() / math.sqrt(data.size)
+    # 1000 resamples put about 5% Monte Carlo noise on each bound.
+    assert interval.low == pytest.approx(data.mean() - half_width, abs=0.15 * half_width)
+    assert interval.high == pytest.approx(data.mean() + half_width, abs=0.15 * half_width)
+    assert bootstrap_mean(data) == interval  # seeded
