@@ -54,7 +54,7 @@ def check_options(scorer: str, data_source: str, options: Mapping[str, Any]) -> 
 def _reject_unknown(
     scorer: str, data_source: str, registration: Registration, options: Mapping[str, Any]
 ) -> None:
-    unknown = options and options.keys() - registration.options - VERL_CALL_KEYWORDS
+    unknown = options.keys() - registration.options - VERL_CALL_KEYWORDS
     if unknown:
         raise TypeError(
             f"{scorer}() got unknown option(s) {', '.join(map(repr, sorted(unknown)))} "
@@ -64,7 +64,7 @@ def _reject_unknown(
 
 
 def _scorer_options(options: Mapping[str, Any]) -> Mapping[str, Any]:
-    if options and options.keys() & VERL_CALL_KEYWORDS:
+    if options.keys() & VERL_CALL_KEYWORDS:
         return {k: v for k, v in options.items() if k not in VERL_CALL_KEYWORDS}
     return options
 
@@ -85,7 +85,9 @@ def route(
         TypeError: an option the scorer does not accept, or ``solution_str`` is not a string.
     """
     registration = lookup(data_source, scorer)
-    _reject_unknown(scorer, data_source, registration, options)
+    if options:
+        _reject_unknown(scorer, data_source, registration, options)
+        options = _scorer_options(options)
     if not isinstance(solution_str, str):
         raise TypeError(
             f"data_source={data_source!r}: solution_str must be a str, "
@@ -93,7 +95,7 @@ def route(
         )
     golds = coerce_golds(ground_truth, data_source)
     try:
-        result = registration.function(solution_str, golds, **_scorer_options(options))
+        result = registration.function(solution_str, golds, **options)
     except InvalidGroundTruth as error:  # raised by an option such as reject_empty_gold
         raise InvalidGroundTruth(f"data_source={data_source!r}: {error}") from error
     if logger.isEnabledFor(logging.DEBUG) and _sampled(solution_str):

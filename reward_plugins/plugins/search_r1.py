@@ -109,17 +109,8 @@ class _GoldIndex:
             self._padded = tuple(f" {gold} " for gold in self.strings)
         return self._padded
 
-    @property
-    def token_counts(self) -> tuple[dict[str, int], ...]:
-        """Each gold's token multiset."""
-        return self._f1_data()[0]
-
-    @property
-    def vocabulary(self) -> frozenset[str]:
-        """Every token of every gold."""
-        return self._f1_data()[1]
-
-    def _f1_data(self) -> tuple[tuple[dict[str, int], ...], frozenset[str]]:
+    def f1_data(self) -> tuple[tuple[dict[str, int], ...], frozenset[str]]:
+        """Each gold's token multiset, and every token of every gold."""
         if self._f1 is None:
             counts = tuple(dict(Counter(gold.split())) for gold in self.strings)
             self._f1 = (counts, frozenset().union(*counts))
@@ -179,7 +170,8 @@ def _token_f1(prediction: str, golds: _GoldIndex) -> float:
     0.0 when no gold shares a token with it (so an empty prediction scores 0.0, as in SQuAD v1.1).
     """
     prediction_tokens = prediction.split()
-    if golds.vocabulary.isdisjoint(prediction_tokens):
+    token_counts, vocabulary = golds.f1_data()
+    if vocabulary.isdisjoint(prediction_tokens):
         return 0.0
     if prediction in golds.strings:
         return 1.0
@@ -187,7 +179,7 @@ def _token_f1(prediction: str, golds: _GoldIndex) -> float:
     for token in prediction_tokens:  # cheaper than Counter for a few tokens
         prediction_counts[token] = prediction_counts.get(token, 0) + 1
     best = 0.0
-    for gold_counts in golds.token_counts:
+    for gold_counts in token_counts:
         same = sum(min(n, gold_counts.get(token, 0)) for token, n in prediction_counts.items())
         if same:
             precision = 1.0 * same / len(prediction_tokens)
