@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rollouts import make_rollouts
+from verl.utils.reward_score import default_compute_score
 from verl.utils.reward_score import search_r1_like_qa_em as reference
 
 import reward_plugins
@@ -49,6 +50,8 @@ def main() -> None:
     assert [search_r1.compute_score_subem(s, gt) for _, s, gt in check] == expected_subem
     routed = [reward_plugins.compute_score(d, s, gt)["score"] for d, s, gt in check]
     assert routed == [float(x) for x in expected]
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        assert [default_compute_score(*row) for row in check] == routed
 
     size = sum(len(s) for _, s, _ in check) / len(check)
     print(f"{len(check)} rows per pass, {size:.0f} chars per response, groups of 8")
@@ -56,6 +59,7 @@ def main() -> None:
         ("verl compute_score", lambda r: reference.compute_score(r[1], r[2])),
         ("search_r1.compute_score", lambda r: search_r1.compute_score(r[1], r[2])),
         ("compute_score (router)", lambda r: reward_plugins.compute_score(*r)),
+        ("verl default_compute_score (router)", lambda r: default_compute_score(*r)),
         ("verl compute_score_subem", lambda r: reference.compute_score_subem(r[1], r[2])),
         ("search_r1.compute_score_subem", lambda r: search_r1.compute_score_subem(r[1], r[2])),
         ("compute_score_subem (router)", lambda r: reward_plugins.compute_score_subem(*r)),
@@ -67,11 +71,13 @@ def main() -> None:
         for index, (name, score_row) in enumerate(cases):
             rows = make_rows(1000 * repeat + index)
             times[name] = min(times[name], _time_per_row(score_row, rows))
-    base_em, base_subem = times[cases[0][0]], times[cases[3][0]]
-    print(f"{'function':48} {'us/row':>8} {'speed-up vs verl':>17}")
-    for index, (name, _) in enumerate(cases):
-        base = base_em if index < 3 else base_subem
-        print(f"{name:48} {times[name] * 1e6:8.2f} {base / times[name]:16.2f}x")
+    base = {name: times[cases[0][0]] for name, _ in cases[:4]}
+    base.update({name: times["verl compute_score_subem"] for name, _ in cases[4:]})
+    print(f"{'function':44} {'us/row':>8} {'vs verl function':>17}")
+    for name, _ in cases:
+        print(f"{name:44} {times[name] * 1e6:8.2f} {base[name] / times[name]:16.2f}x")
+    router_ratio = times["verl default_compute_score (router)"] / times["compute_score (router)"]
+    print(f"router against verl's router (default_compute_score): {router_ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -62,9 +62,11 @@ def coerce_golds(ground_truth: Any, data_source: str | None = None) -> Golds:
         raise _invalid(
             data_source, field, target, "must be a string or a list, tuple or 1-D array of strings"
         )
-    if set(map(type, items)) <= {str}:  # the common case, checked at C speed
-        return tuple(items)
-    for index, item in enumerate(items):
-        if not isinstance(item, str):
-            raise _invalid(data_source, f"{field}[{index}]", item, "must be a string")
-    return tuple(str(item) for item in items)
+    try:
+        "".join(items)  # raises TypeError unless every item is a str: the check at C speed
+    except TypeError:
+        for index, item in enumerate(items):
+            if not isinstance(item, str):
+                raise _invalid(data_source, f"{field}[{index}]", item, "must be a string") from None
+        raise
+    return tuple(map(str, items))  # exact str (numpy.str_ items too); a str is returned as is

@@ -331,11 +331,21 @@ def _qa_outcome(
     ``score`` (times F1 for ``"f1"``), times ``spam_factor`` when ``penalize`` and the response
     has more than ``max_answer_tags`` opening or closing answer tags. Otherwise ``format_score``.
     """
-    _check_options(max_answer_tags, spam_factor, extract, max_answer_words)
-    if type(penalize) is not bool or type(subem_word_boundary) is not bool:
-        _check_flags(penalize_subem=penalize, subem_word_boundary=subem_word_boundary)
-    if type(reject_empty_gold) is not bool:
-        _check_flags(reject_empty_gold=reject_empty_gold)
+    if not (  # the defaults' types pass without a call
+        type(max_answer_tags) is int
+        and type(spam_factor) is float
+        and extract == "last"
+        and max_answer_words is None
+        and type(penalize) is bool
+        and type(subem_word_boundary) is bool
+        and type(reject_empty_gold) is bool
+    ):
+        _check_options(max_answer_tags, spam_factor, extract, max_answer_words)
+        _check_flags(
+            penalize_subem=penalize,
+            subem_word_boundary=subem_word_boundary,
+            reject_empty_gold=reject_empty_gold,
+        )
     answer, opening, closing = scan_tags(solution_str, "answer", extract)
     comparison = compare(
         answer,
