@@ -17,6 +17,10 @@ from reward_plugins.text import get_normalizer, get_tokenizer
 from reward_plugins.text.normalize import Normalizer
 from reward_plugins.text.tokenize import Tokenizer
 
+DEFAULT_NORMALIZER = "none"
+DEFAULT_TOKENIZER = "words"
+"""The default contract of every token metric: ``re.findall(r"\\w+", text.lower())``."""
+
 Targets = str | Iterable[str]
 """One target string, or a non-empty sequence of them (the score is the best over them)."""
 
@@ -154,3 +158,44 @@ class Metric(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.signature}>"
+
+
+class TokenPairMetric(Metric):
+    """A token metric scored target by target, the best over targets (token F1, ROUGE-L).
+
+    Subclasses set ``compat`` and call :meth:`_set_tokenization` in ``__init__``, and define
+    ``pair_score(predicted, gold)`` for two non-empty token lists. Two empty token lists score
+    1.0 under the default contract; a compat preset follows its library, which scores them 0.
+    """
+
+    compat: str | None
+
+    def _set_tokenization(self, normalizer: str | None, tokenizer: str | None) -> None:
+        self.normalizer = normalizer if normalizer is not None else DEFAULT_NORMALIZER
+        self.tokenizer = tokenizer if tokenizer is not None else DEFAULT_TOKENIZER
+        self._normalize = resolve_normalizer(self.normalizer, self.name)
+        self._tokenize = resolve_tokenizer(self.tokenizer, self.name)
+
+    @property
+    def signature(self) -> str:
+        compat = f"|compat:{self.compat}" if self.compat else ""
+        return f"{self.name}{compat}|norm:{self.normalizer}|tok:{self.tokenizer}"
+
+    @staticmethod
+    @abstractmethod
+    def pair_score(predicted: list[str], gold: list[str]) -> float:
+        """The score of two non-empty token lists."""
+
+    def _tokens(self, text: str) -> list[str]:
+        return self._tokenize(self._normalize(text))
+
+    def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
+        predicted = self._tokens(prediction)
+        best = 0.0
+        for target in targets:
+            gold = self._tokens(target)
+            if predicted and gold:
+                best = max(best, self.pair_score(predicted, gold))
+            elif not predicted and not gold and self.compat is None:
+                best = 1.0
+        return best

@@ -41,6 +41,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from reward_plugins.metrics.base import (
+    DEFAULT_NORMALIZER,
+    DEFAULT_TOKENIZER,
     Metric,
     Targets,
     check_choice,
@@ -60,8 +62,6 @@ SMOOTHING_DEFAULT_VALUES: dict[str, float | None] = {
     "add-k": 1,
     "exp": None,
 }
-DEFAULT_NORMALIZER = "none"
-DEFAULT_TOKENIZER = "words"
 DEFAULT_SMOOTHING = "add-k"
 SACREBLEU = "sacrebleu"
 SACREBLEU_SMOOTHING = "exp"

@@ -25,17 +25,16 @@ from __future__ import annotations
 from collections import Counter
 
 from reward_plugins.metrics.base import (
+    DEFAULT_NORMALIZER,
     Metric,
     Targets,
+    TokenPairMetric,
     check_choice,
     f_measure,
     reject_with_compat,
     resolve_normalizer,
-    resolve_tokenizer,
 )
 
-DEFAULT_NORMALIZER = "none"
-DEFAULT_TOKENIZER = "words"
 SQUAD = "squad"
 
 
@@ -120,7 +119,7 @@ def token_f1(prediction_tokens: list[str], target_tokens: list[str]) -> float:
     return f_measure(shared / len(prediction_tokens), shared / len(target_tokens))
 
 
-class TokenF1(Metric):
+class TokenF1(TokenPairMetric):
     """Token F1 (bag of tokens), the best over targets.
 
     Args:
@@ -155,29 +154,9 @@ class TokenF1(Metric):
             normalizer, tokenizer = SQUAD, "split"
         else:
             self.compat = None
-        self.normalizer = normalizer if normalizer is not None else DEFAULT_NORMALIZER
-        self.tokenizer = tokenizer if tokenizer is not None else DEFAULT_TOKENIZER
-        self._normalize = resolve_normalizer(self.normalizer, self.name)
-        self._tokenize = resolve_tokenizer(self.tokenizer, self.name)
+        self._set_tokenization(normalizer, tokenizer)
 
-    @property
-    def signature(self) -> str:
-        compat = f"|compat:{self.compat}" if self.compat else ""
-        return f"{self.name}{compat}|norm:{self.normalizer}|tok:{self.tokenizer}"
-
-    def _tokens(self, text: str) -> list[str]:
-        return self._tokenize(self._normalize(text))
-
-    def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
-        predicted = self._tokens(prediction)
-        best = 0.0
-        for target in targets:
-            gold = self._tokens(target)
-            if predicted and gold:
-                best = max(best, token_f1(predicted, gold))
-            elif not predicted and not gold and self.compat is None:
-                best = 1.0  # SQuAD v1.1 scores two empty answers 0 (no shared token)
-        return best
+    pair_score = staticmethod(token_f1)
 
 
 class Accuracy(Metric):

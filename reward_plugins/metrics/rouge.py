@@ -24,18 +24,14 @@ from __future__ import annotations
 from rapidfuzz.distance import LCSseq
 
 from reward_plugins.metrics.base import (
-    Metric,
     Targets,
+    TokenPairMetric,
     check_choice,
     f_measure,
     reject_with_compat,
     reject_without_compat,
-    resolve_normalizer,
-    resolve_tokenizer,
 )
 
-DEFAULT_NORMALIZER = "none"
-DEFAULT_TOKENIZER = "words"
 ROUGE_SCORE = "rouge_score"
 
 
@@ -65,7 +61,7 @@ def lcs_f_measure(prediction_tokens: list[str], target_tokens: list[str]) -> flo
     return f_measure(lcs / len(prediction_tokens), lcs / len(target_tokens))
 
 
-class RougeL(Metric):
+class RougeL(TokenPairMetric):
     """ROUGE-L F-measure, the best over targets.
 
     Args:
@@ -109,29 +105,9 @@ class RougeL(Metric):
         else:
             reject_without_compat(self.name, use_stemmer=use_stemmer)
             self.compat = None
-        self.normalizer = normalizer if normalizer is not None else DEFAULT_NORMALIZER
-        self.tokenizer = tokenizer if tokenizer is not None else DEFAULT_TOKENIZER
-        self._normalize = resolve_normalizer(self.normalizer, self.name)
-        self._tokenize = resolve_tokenizer(self.tokenizer, self.name)
+        self._set_tokenization(normalizer, tokenizer)
 
-    @property
-    def signature(self) -> str:
-        compat = f"|compat:{self.compat}" if self.compat else ""
-        return f"{self.name}{compat}|norm:{self.normalizer}|tok:{self.tokenizer}"
-
-    def _tokens(self, text: str) -> list[str]:
-        return self._tokenize(self._normalize(text))
-
-    def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
-        predicted = self._tokens(prediction)
-        best = 0.0
-        for target in targets:
-            gold = self._tokens(target)
-            if predicted and gold:
-                best = max(best, lcs_f_measure(predicted, gold))
-            elif not predicted and not gold and self.compat is None:
-                best = 1.0  # rouge-score scores two empty texts 0
-        return best
+    pair_score = staticmethod(lcs_f_measure)
 
 
 def rouge_l(
