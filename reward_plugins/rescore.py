@@ -31,7 +31,7 @@ from typing import Any, Literal, NamedTuple
 from reward_plugins.errors import InvalidGroundTruth, UnknownDataSource
 from reward_plugins.metrics.aggregate import bootstrap_mean
 from reward_plugins.registry import load_plugins, lookup, registered
-from reward_plugins.router import VERL_CALL_KEYWORDS, route
+from reward_plugins.router import VERL_CALL_KEYWORDS, check_options, route
 
 RESPONSE_COLUMNS: tuple[str, ...] = ("output", "response", "responses", "solution_str")
 """Response columns looked for, in this order (verl dumps call it ``output``)."""
@@ -370,7 +370,7 @@ def _check_options_per_source(scorer: str, options: Mapping[str, Any], sources: 
         except UnknownDataSource:
             continue  # reported for each of its rows
         try:
-            route(scorer, source, "", ("",), options)
+            check_options(scorer, source, options)
         except (TypeError, ValueError) as error:
             raise RescoreError(f"--set: {error}") from error
 

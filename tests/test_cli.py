@@ -567,3 +567,11 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
     assert 'needs pyarrow: pip install "reward-plugins[parquet]"' in result.stderr
     jsonl_only = _run_without("pyarrow", "score", source, "-o", tmp_path / "o.jsonl")
     assert jsonl_only.returncode == 0, jsonl_only.stderr
+
+
+def test_demo_accepts_a_guard_that_rejects_empty_golds() -> None:
+    """The up-front option check probes with a non-empty gold, so reject_empty_gold=true passes
+    it (the shipped sample has no empty gold) and the run scores every row."""
+    result = run_cli("score", "--demo", "--quiet", "--set", "reject_empty_gold=true")
+    assert result.returncode == 0, result.stderr
+    assert "scored 120 of 120 rows" in result.stdout
