@@ -272,6 +272,30 @@ def test_verl_compatible_functions_match_verl(rollouts: list[Rollout]) -> None:
     assert mismatches == []
 
 
+def test_general_path_matches_verl_with_explicit_default_options(rollouts: list[Rollout]) -> None:
+    """Without options the verl-compatible functions take a lean path; any option (here the
+    defaults, spelled out) routes them through the general decision table. Both must give
+    verl's value and type."""
+    defaults = {"extract": "last", "max_answer_tags": 10, "spam_factor": 0.25}
+    mismatches = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        for rollout in rollouts[:20_000]:
+            response, ground_truth = rollout.response, rollout.ground_truth
+            for ours, reference in (
+                (
+                    search_r1.compute_score(response, ground_truth, **defaults),
+                    verl_qa.compute_score(response, ground_truth),
+                ),
+                (
+                    search_r1.compute_score_subem(response, ground_truth, **defaults),
+                    verl_qa.compute_score_subem(response, ground_truth),
+                ),
+            ):
+                if not _same(ours, reference):
+                    mismatches.append((response, ours, reference))
+    assert mismatches == []
+
+
 def test_text_checks_match_verl(rollouts: list[Rollout]) -> None:
     """normalize_answer, em_check and subem_check on answers and every gold container shape."""
     mismatches: list[tuple[str, Any, Any, Any, Any]] = []

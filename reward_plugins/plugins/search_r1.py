@@ -30,7 +30,13 @@ from collections.abc import Iterable
 from typing import Any, Literal, NamedTuple
 
 from reward_plugins.errors import InvalidGroundTruth
-from reward_plugins.extract import EXTRACT_MODES, ExtractMode, find_tag_spans, scan_tags
+from reward_plugins.extract import (
+    EXTRACT_MODES,
+    ExtractMode,
+    extract_tag,
+    find_tag_spans,
+    scan_tags,
+)
 from reward_plugins.groundtruth import Golds, coerce_golds
 from reward_plugins.plugins.trajectory import DEFAULT_END_MARKERS, TrajectoryTags, format_error
 from reward_plugins.registry import register
@@ -78,7 +84,7 @@ def subem_check(prediction: str, golden_answers: str | Iterable[str]) -> int:
 
 def extract_solution(solution_str: str) -> str | None:
     """The stripped content of the last ``<answer>...</answer>`` span, or ``None``."""
-    return scan_tags(solution_str, "answer", "last")[0]
+    return extract_tag(solution_str, "answer", "last")
 
 
 def count_answer_tags(text: str) -> tuple[int, int]:
