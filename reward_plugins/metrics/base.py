@@ -159,22 +159,23 @@ class Metric(ABC):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.signature}>"
 
+    def _set_tokenization(self, normalizer: str | None, tokenizer: str | None) -> None:
+        """Resolve the named normalizer and tokenizer (the defaults for ``None``)."""
+        self.normalizer = normalizer if normalizer is not None else DEFAULT_NORMALIZER
+        self.tokenizer = tokenizer if tokenizer is not None else DEFAULT_TOKENIZER
+        self._normalize = resolve_normalizer(self.normalizer, self.name)
+        self._tokenize = resolve_tokenizer(self.tokenizer, self.name)
+
 
 class TokenPairMetric(Metric):
     """A token metric scored target by target, the best over targets (token F1, ROUGE-L).
 
-    Subclasses set ``compat`` and call :meth:`_set_tokenization` in ``__init__``, and define
+    Subclasses set ``compat`` and call :meth:`Metric._set_tokenization` in ``__init__``, and define
     ``pair_score(predicted, gold)`` for two non-empty token lists. Two empty token lists score
     1.0 under the default contract; a compat preset follows its library, which scores them 0.
     """
 
     compat: str | None
-
-    def _set_tokenization(self, normalizer: str | None, tokenizer: str | None) -> None:
-        self.normalizer = normalizer if normalizer is not None else DEFAULT_NORMALIZER
-        self.tokenizer = tokenizer if tokenizer is not None else DEFAULT_TOKENIZER
-        self._normalize = resolve_normalizer(self.normalizer, self.name)
-        self._tokenize = resolve_tokenizer(self.tokenizer, self.name)
 
     @property
     def signature(self) -> str:

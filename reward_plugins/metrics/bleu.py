@@ -41,8 +41,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from reward_plugins.metrics.base import (
-    DEFAULT_NORMALIZER,
-    DEFAULT_TOKENIZER,
     Metric,
     Targets,
     check_choice,
@@ -50,8 +48,6 @@ from reward_plugins.metrics.base import (
     coerce_targets,
     reject_with_compat,
     reject_without_compat,
-    resolve_normalizer,
-    resolve_tokenizer,
 )
 
 MAX_ORDER = 4
@@ -295,10 +291,7 @@ class Bleu4(Metric):
         else:
             reject_without_compat(self.name, lowercase=lowercase)
             self.compat = None
-        self.normalizer = normalizer if normalizer is not None else DEFAULT_NORMALIZER
-        self.tokenizer = tokenizer if tokenizer is not None else DEFAULT_TOKENIZER
-        self._normalize = resolve_normalizer(self.normalizer, self.name)
-        self._tokenize = resolve_tokenizer(self.tokenizer, self.name)
+        self._set_tokenization(normalizer, tokenizer)
         default_smoothing = SACREBLEU_SMOOTHING if self.compat else DEFAULT_SMOOTHING
         self.smooth = check_choice(
             smooth if smooth is not None else default_smoothing,
