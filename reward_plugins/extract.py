@@ -8,7 +8,9 @@ which is quadratic.
 Here one regex pass finds every opening and closing tag (they cannot overlap), and the reference's
 matching is replayed on that sequence of tags: an opener, while none is pending, becomes pending;
 a closer ends the pending opener's span; other tags are skipped, as the lazy regex skips them. The
-same pass yields the tag counts that the anti-spam rule needs.
+same pass yields the tag counts that the anti-spam rule needs. Where the package was built with a
+C compiler, ``reward_plugins._speedups.scan_tags`` does the same in one ``memchr``-driven pass;
+:func:`scan_tags_python` is its reference, and tests hold the two to the same results.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ import re
 from functools import lru_cache
 from typing import Literal
 
+try:  # the C twin of scan_tags_python, built at install time where a compiler is available
+    from reward_plugins._speedups import scan_tags as _compiled_scan
+except ImportError:
+    _compiled_scan = None
+
 ExtractMode = Literal["last", "first"]
 EXTRACT_MODES: tuple[str, ...] = ("last", "first")
 
@@ -24,9 +31,6 @@ EXTRACT_MODES: tuple[str, ...] = ("last", "first")
 TagScan = tuple[str | None, int, int]
 """``(content, opening, closing)``: the stripped content of the chosen ``<tag>...</tag>`` match
 (``None`` if there is none) and the counts of ``<tag>`` and ``</tag>`` in the text."""
-
-_ONE_PAIR = ["", "/"]
-
 
 _tag_patterns: dict[str, tuple[re.Pattern[str], str, str]] = {}
 
@@ -46,24 +50,27 @@ def _tag_pattern(tag: str) -> tuple[re.Pattern[str], str, str]:
 def scan_tags(text: str, tag: str = "answer", mode: ExtractMode = "last") -> TagScan:
     """Count ``<tag>`` and ``</tag>`` and extract the last (or first) match of the reference regex.
 
-    One C-level regex pass lists the kinds of all tags in order; the reference's matching is
-    replayed on that list, then the chosen span is located by stepping from the nearer end of the
-    text over the tags in between, each a ``str.rfind``/``str.find`` that stops at that tag.
-
     Example:
         >>> scan_tags("<answer>a<answer>b</answer> <answer>c</answer></answer>")
         ('c', 3, 3)
         >>> scan_tags("<answer>a<answer>b</answer> <answer>c</answer>", mode="first")
         ('a<answer>b', 3, 2)
     """
+    return _scan_tags(text, tag, mode == "first")
+
+
+def scan_tags_python(text: str, tag: str, first: bool) -> TagScan:
+    """:func:`scan_tags` with ``first`` for ``mode == "first"``: the reference for
+    ``_speedups.scan_tags``, its C twin.
+
+    One C-level regex pass lists the kinds of all tags in order; the reference's matching is
+    replayed on that list, then the chosen span is located by stepping from the nearer end of the
+    text over the tags in between, each a ``str.rfind``/``str.find`` that stops at that tag.
+    """
     pattern, opener, closer = _tag_pattern(tag)
     kinds = pattern.findall(text)  # "" for an opener, "/" for a closer
-    if kinds == _ONE_PAIR:  # the usual response: one well-formed answer
-        end = text.rfind(closer)
-        return text[text.rfind(opener, 0, end) + len(opener) : end].strip(), 1, 1
     closing = kinds.count("/")
     opening = len(kinds) - closing
-    first_only = mode == "first"
     span = None
     pending = -1
     for index, kind in enumerate(kinds):
@@ -71,14 +78,14 @@ def scan_tags(text: str, tag: str = "answer", mode: ExtractMode = "last") -> Tag
             if pending >= 0:
                 span = (pending, index)
                 pending = -1
-                if first_only:
+                if first:
                     break
         elif pending < 0:
             pending = index
     if span is None:
         return None, opening, closing
     open_index, close_index = span
-    if first_only:
+    if first:
         position = 0
         for index in range(close_index + 1):
             tag_text = closer if kinds[index] else opener
@@ -94,6 +101,9 @@ def scan_tags(text: str, tag: str = "answer", mode: ExtractMode = "last") -> Tag
                 end = position
         start = position + len(opener)
     return text[start:end].strip(), opening, closing
+
+
+_scan_tags = scan_tags_python if _compiled_scan is None else _compiled_scan
 
 
 def extract_tag(text: str, tag: str = "answer", mode: ExtractMode = "last") -> str | None:
