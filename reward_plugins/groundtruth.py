@@ -4,6 +4,11 @@ Accepted: ``{"target": X}`` (any mapping) and a bare ``X``, where ``X`` is a ``s
 string scalar, or a list, tuple or numpy array of strings (pandas reads parquet lists as object
 arrays, HF datasets as lists). An empty collection is accepted and never matches, as in verl.
 Everything else raises :class:`~reward_plugins.errors.InvalidGroundTruth`.
+
+verl gives the rows of a GRPO group one shared ground-truth object, so the golds read from an
+object are remembered by its identity, with a copy of the list or array they came from, and
+reused only while the object still holds that same target with the same items: a caller that
+edits or replaces the target between calls gets the current golds, as verl would.
 """
 
 from __future__ import annotations
@@ -26,6 +31,14 @@ def _invalid(data_source: str | None, field: str, value: object, why: str) -> In
     return InvalidGroundTruth(f"{where}{field} {why}, got {_type_name(value)}: {value!r:.80}")
 
 
+_MEMO_SIZE = 4096
+_memo: dict[int, tuple[Any, Any, list[Any] | None, Golds]] = {}
+"""``id(ground_truth) -> (ground_truth, target, copy of the target's items or None, golds)``;
+holding the object keeps its id from being reused while the entry lives."""
+
+_MISSING = object()
+
+
 def coerce_golds(ground_truth: Any, data_source: str | None = None) -> Golds:
     """Return the gold answers held by ``ground_truth`` as a tuple of ``str``.
 
@@ -42,6 +55,41 @@ def coerce_golds(ground_truth: Any, data_source: str | None = None) -> Golds:
         >>> coerce_golds("Paris")
         ('Paris',)
     """
+    entry = _memo.get(id(ground_truth))
+    if entry is not None and entry[0] is ground_truth and _unchanged(entry):
+        return entry[3]
+    golds = _read_golds(ground_truth, data_source)
+    _remember(ground_truth, golds)
+    return golds
+
+
+def _unchanged(entry: tuple[Any, Any, list[Any] | None, Golds]) -> bool:
+    """The memoized object still holds the same target, with the same items."""
+    ground_truth, target, items, _ = entry
+    current = ground_truth.get("target", _MISSING) if type(ground_truth) is dict else ground_truth
+    if current is not target:
+        return False
+    return items is None or (target if type(target) is list else target.tolist()) == items
+
+
+def _remember(ground_truth: Any, golds: Golds) -> None:
+    """Memoize the golds of an exact dict or a bare target whose target can be compared: a str
+    or tuple (immutable), a list (compared with a copy) or an array (with its ``tolist()``)."""
+    target = ground_truth.get("target") if type(ground_truth) is dict else ground_truth
+    if isinstance(target, str) or type(target) is tuple:
+        items = None
+    elif type(target) is list:
+        items = list(target)
+    elif type(target).__name__ == "ndarray":
+        items = target.tolist()
+    else:
+        return
+    if len(_memo) >= _MEMO_SIZE:
+        _memo.clear()
+    _memo[id(ground_truth)] = (ground_truth, target, items, golds)
+
+
+def _read_golds(ground_truth: Any, data_source: str | None) -> Golds:
     field = "ground_truth"
     target = ground_truth
     if type(ground_truth) is dict or isinstance(ground_truth, Mapping):
