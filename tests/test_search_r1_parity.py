@@ -296,6 +296,34 @@ def test_general_path_matches_verl_with_explicit_default_options(rollouts: list[
     assert mismatches == []
 
 
+def test_lean_and_general_paths_agree_on_every_key(rollouts: list[Rollout]) -> None:
+    """Without options the router scorers and ``compute_score_f1`` take the lean path too; with
+    the defaults spelled out they take the general one. Same dicts (values and types), same F1
+    rewards; ``f1`` is not zero on a few thousand rows, so the F1 branch is exercised."""
+    defaults = {"extract": "last", "max_answer_tags": 10, "spam_factor": 0.25}
+    mismatches = []
+    partial_f1 = 0
+    for rollout in rollouts[:20_000]:
+        response, ground_truth = rollout.response, rollout.ground_truth
+        for router in (
+            reward_plugins.compute_score,
+            reward_plugins.compute_score_subem,
+            reward_plugins.compute_score_f1,
+        ):
+            lean = router(rollout.data_source, response, ground_truth)
+            general = router(rollout.data_source, response, ground_truth, **defaults)
+            if lean != general or list(map(type, lean.values())) != list(
+                map(type, general.values())
+            ):
+                mismatches.append((router.__name__, response, lean, general))
+        lean_f1 = search_r1.compute_score_f1(response, ground_truth)
+        if not _same(lean_f1, search_r1.compute_score_f1(response, ground_truth, **defaults)):
+            mismatches.append(("compute_score_f1", response, lean_f1, None))
+        partial_f1 += 0 < lean_f1 < 1
+    assert mismatches == []
+    assert partial_f1 > 1000
+
+
 def test_text_checks_match_verl(rollouts: list[Rollout]) -> None:
     """normalize_answer, em_check and subem_check on answers and every gold container shape."""
     mismatches: list[tuple[str, Any, Any, Any, Any]] = []

@@ -25,7 +25,6 @@ The router-facing scorers (``score_*``) return a dict with the fixed keys :data:
 from __future__ import annotations
 
 import numbers
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal, NamedTuple
 
@@ -96,17 +95,18 @@ def count_answer_tags(text: str) -> tuple[int, int]:
 
 
 class _GoldIndex:
-    """Golds under one normalizer; what SubEM-on-tokens and token F1 need is built on first use.
+    """Golds under one normalizer; what whole-token SubEM and token F1 need is built on first use.
 
     Built once per ground truth and shared by the rows of a GRPO group.
     """
 
-    __slots__ = ("_f1", "_padded", "strings")
+    __slots__ = ("_padded", "_token_counts", "_vocabulary", "strings")
 
     def __init__(self, strings: tuple[str, ...]) -> None:
         self.strings = strings
         self._padded: tuple[str, ...] | None = None
-        self._f1: tuple[tuple[dict[str, int], ...], frozenset[str]] | None = None
+        self._vocabulary: frozenset[str] | None = None
+        self._token_counts: tuple[tuple[dict[str, int], int], ...] | None = None
 
     @property
     def padded(self) -> tuple[str, ...]:
@@ -115,12 +115,29 @@ class _GoldIndex:
             self._padded = tuple(f" {gold} " for gold in self.strings)
         return self._padded
 
-    def f1_data(self) -> tuple[tuple[dict[str, int], ...], frozenset[str]]:
-        """Each gold's token multiset, and every token of every gold."""
-        if self._f1 is None:
-            counts = tuple(dict(Counter(gold.split())) for gold in self.strings)
-            self._f1 = (counts, frozenset().union(*counts))
-        return self._f1
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        """Every token of every gold."""
+        if self._vocabulary is None:
+            self._vocabulary = frozenset(" ".join(self.strings).split())
+        return self._vocabulary
+
+    @property
+    def token_counts(self) -> tuple[tuple[dict[str, int], int], ...]:
+        """Each gold's token multiset and its number of tokens."""
+        if self._token_counts is None:
+            self._token_counts = tuple(
+                (_count_tokens(tokens), len(tokens))
+                for tokens in (gold.split() for gold in self.strings)
+            )
+        return self._token_counts
+
+
+def _count_tokens(tokens: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for token in tokens:  # cheaper than Counter for a few tokens
+        counts[token] = counts.get(token, 0) + 1
+    return counts
 
 
 _GOLD_CACHE_SIZE = 4096
@@ -176,20 +193,21 @@ def _token_f1(prediction: str, golds: _GoldIndex) -> float:
     0.0 when no gold shares a token with it (so an empty prediction scores 0.0, as in SQuAD v1.1).
     """
     prediction_tokens = prediction.split()
-    token_counts, vocabulary = golds.f1_data()
-    if vocabulary.isdisjoint(prediction_tokens):
+    if golds.vocabulary.isdisjoint(prediction_tokens):
         return 0.0
     if prediction in golds.strings:
         return 1.0
-    prediction_counts: dict[str, int] = {}
-    for token in prediction_tokens:  # cheaper than Counter for a few tokens
-        prediction_counts[token] = prediction_counts.get(token, 0) + 1
+    prediction_counts = _count_tokens(prediction_tokens)
     best = 0.0
-    for gold_counts in token_counts:
-        same = sum(min(n, gold_counts.get(token, 0)) for token, n in prediction_counts.items())
+    for gold_counts, gold_length in golds.token_counts:
+        same = 0
+        for token, count in prediction_counts.items():
+            gold_count = gold_counts.get(token)
+            if gold_count:
+                same += count if count < gold_count else gold_count
         if same:
             precision = 1.0 * same / len(prediction_tokens)
-            recall = 1.0 * same / sum(gold_counts.values())
+            recall = 1.0 * same / gold_length
             best = max(best, (2 * precision * recall) / (precision + recall))
     return best
 
@@ -380,6 +398,44 @@ def _qa_outcome(
     return _build(_Outcome, (score, answer, answer_tags, comparison, True, False))
 
 
+def _default_outcome(
+    rule: MatchRule,
+    solution_str: str,
+    golds: Golds,
+    format_score: Any = 0.0,
+    score: Any = 1.0,
+    with_f1: bool = True,
+) -> _Outcome:
+    """:func:`_qa_outcome` with every option but ``format_score`` and ``score`` at its default.
+
+    The hot path of the verl-compatible functions and the router scorers, without the general
+    one's checks and branches; a test pins the two together on generated rollouts.
+    """
+    answer, opening, closing = scan_tags(solution_str, "answer", "last")
+    index = _gold_index(golds, "squad", False)
+    answer_tags = opening if opening > closing else closing
+    if answer is None:
+        return _build(_Outcome, (0, None, answer_tags, _NO_ANSWER, False, False))
+    normalized = normalize_answer(answer)
+    em = normalized in index.strings
+    subem = em or _subem(normalized, index, False)
+    f1 = _token_f1(normalized, index) if with_f1 or rule == "f1" else 0.0
+    comparison = _build(Comparison, (em, subem, f1, False))
+    if rule == "em":
+        matched = em
+    elif rule == "subem":
+        matched = subem
+    else:
+        matched = f1 > 0
+        score = score * f1
+    if not matched:
+        return _build(_Outcome, (format_score, answer, answer_tags, comparison, False, False))
+    if rule != "subem" and answer_tags > DEFAULT_MAX_ANSWER_TAGS:
+        penalized = _penalize(score, DEFAULT_SPAM_FACTOR)
+        return _build(_Outcome, (penalized, answer, answer_tags, comparison, True, True))
+    return _build(_Outcome, (score, answer, answer_tags, comparison, True, False))
+
+
 QA_OPTIONS: frozenset[str] = frozenset(
     {
         "format_score",
@@ -533,8 +589,11 @@ def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
 
     ``acc`` is the paid match: EM, within ``max_answer_words``.
     """
-    _check_reward_values(options)
-    outcome = _qa_outcome("em", solution_str, golds, **options)
+    if options:
+        _check_reward_values(options)
+        outcome = _qa_outcome("em", solution_str, golds, **options)
+    else:
+        outcome = _default_outcome("em", solution_str, golds)
     return _qa_result(outcome, outcome.paid_match)
 
 
@@ -546,8 +605,11 @@ def score_subem(
 
     ``acc`` is the paid match: SubEM, within ``max_answer_words``.
     """
-    _check_reward_values(options)
-    outcome = _qa_outcome("subem", solution_str, golds, penalize=penalize_subem, **options)
+    if options or penalize_subem is not False:
+        _check_reward_values(options)
+        outcome = _qa_outcome("subem", solution_str, golds, penalize=penalize_subem, **options)
+    else:
+        outcome = _default_outcome("subem", solution_str, golds)
     return _qa_result(outcome, outcome.paid_match)
 
 
@@ -558,8 +620,11 @@ def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     No answer gives 0; the spam penalty multiplies a positive F1 reward. ``acc`` is EM
     (within ``max_answer_words``).
     """
-    _check_reward_values(options)
-    outcome = _qa_outcome("f1", solution_str, golds, **options)
+    if options:
+        _check_reward_values(options)
+        outcome = _qa_outcome("f1", solution_str, golds, **options)
+    else:
+        outcome = _default_outcome("f1", solution_str, golds)
     comparison = outcome.comparison
     return _qa_result(outcome, comparison.em and not comparison.too_long)
 
@@ -583,27 +648,6 @@ def score_format(solution_str: str, golds: Golds, **options: Any) -> dict[str, A
 # Same positional parameters as verl's functions; every other option is a keyword (QA_OPTIONS).
 
 
-def _default_verl_reward(
-    solution_str: str, ground_truth: Any, format_score: Any, score: Any, substring: bool
-) -> Any:
-    """verl's table with every option but ``format_score`` and ``score`` at its default.
-
-    The drop-in hot path: the same values as ``_qa_outcome`` with default options (a test pins
-    the two together on generated rollouts), without its generality: no F1, no guards.
-    """
-    golds = coerce_golds(ground_truth)
-    answer, opening, closing = scan_tags(solution_str, "answer", "last")
-    index = _gold_index(golds, "squad", False)
-    if answer is None:
-        return 0
-    normalized = normalize_answer(answer)
-    if not (_subem(normalized, index, False) if substring else normalized in index.strings):
-        return format_score
-    if not substring and (opening > DEFAULT_MAX_ANSWER_TAGS or closing > DEFAULT_MAX_ANSWER_TAGS):
-        return _penalize(score, DEFAULT_SPAM_FACTOR)
-    return score
-
-
 def compute_score(
     solution_str: str,
     ground_truth: Any,
@@ -617,10 +661,10 @@ def compute_score(
     Returns ``0`` without an answer, ``format_score`` on a wrong one, ``score`` on an exact match
     (``score * spam_factor`` when spammed). ``options``: any of :data:`QA_OPTIONS`.
     """
-    if not options:
-        return _default_verl_reward(solution_str, ground_truth, format_score, score, False)
-    _reject_unknown("compute_score", options, QA_OPTIONS)
     golds = coerce_golds(ground_truth)
+    if not options:
+        return _default_outcome("em", solution_str, golds, format_score, score, False).reward
+    _reject_unknown("compute_score", options, QA_OPTIONS)
     return _qa_outcome(
         "em", solution_str, golds, format_score=format_score, score=score, with_f1=False, **options
     ).reward
@@ -640,10 +684,10 @@ def compute_score_subem(
 
     ``options``: any of :data:`QA_OPTIONS`.
     """
-    if not options and not penalize_subem:
-        return _default_verl_reward(solution_str, ground_truth, format_score, score, True)
-    _reject_unknown("compute_score_subem", options, QA_OPTIONS)
     golds = coerce_golds(ground_truth)
+    if not options and penalize_subem is False:
+        return _default_outcome("subem", solution_str, golds, format_score, score, False).reward
+    _reject_unknown("compute_score_subem", options, QA_OPTIONS)
     return _qa_outcome(
         "subem",
         solution_str,
@@ -665,8 +709,10 @@ def compute_score_f1(
     **options: Any,
 ) -> Any:
     """Token-F1 reward with the signature of the functions above (``method`` unused)."""
-    _reject_unknown("compute_score_f1", options, QA_OPTIONS)
     golds = coerce_golds(ground_truth)
+    if not options:
+        return _default_outcome("f1", solution_str, golds, format_score, score).reward
+    _reject_unknown("compute_score_f1", options, QA_OPTIONS)
     return _qa_outcome(
         "f1", solution_str, golds, format_score=format_score, score=score, **options
     ).reward
