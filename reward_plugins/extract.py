@@ -32,6 +32,7 @@ TagScan = tuple[str | None, int, int]
 """``(content, opening, closing)``: the stripped content of the chosen ``<tag>...</tag>`` match
 (``None`` if there is none) and the counts of ``<tag>`` and ``</tag>`` in the text."""
 
+_ONE_PAIR = ["", "/"]
 _tag_patterns: dict[str, tuple[re.Pattern[str], str, str]] = {}
 
 
@@ -69,6 +70,9 @@ def scan_tags_python(text: str, tag: str, first: bool) -> TagScan:
     """
     pattern, opener, closer = _tag_pattern(tag)
     kinds = pattern.findall(text)  # "" for an opener, "/" for a closer
+    if kinds == _ONE_PAIR:  # the usual response: one well-formed answer
+        end = text.rfind(closer)
+        return text[text.rfind(opener, 0, end) + len(opener) : end].strip(), 1, 1
     closing = kinds.count("/")
     opening = len(kinds) - closing
     span = None
