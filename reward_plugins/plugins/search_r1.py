@@ -661,10 +661,11 @@ def compute_score(
     Returns ``0`` without an answer, ``format_score`` on a wrong one, ``score`` on an exact match
     (``score * spam_factor`` when spammed). ``options``: any of :data:`QA_OPTIONS`.
     """
-    golds = coerce_golds(ground_truth)
     if not options:
+        golds = coerce_golds(ground_truth)
         return _default_outcome("em", solution_str, golds, format_score, score, False).reward
     _reject_unknown("compute_score", options, QA_OPTIONS)
+    golds = coerce_golds(ground_truth)
     return _qa_outcome(
         "em", solution_str, golds, format_score=format_score, score=score, with_f1=False, **options
     ).reward
@@ -684,10 +685,11 @@ def compute_score_subem(
 
     ``options``: any of :data:`QA_OPTIONS`.
     """
-    golds = coerce_golds(ground_truth)
     if not options and penalize_subem is False:
+        golds = coerce_golds(ground_truth)
         return _default_outcome("subem", solution_str, golds, format_score, score, False).reward
     _reject_unknown("compute_score_subem", options, QA_OPTIONS)
+    golds = coerce_golds(ground_truth)
     return _qa_outcome(
         "subem",
         solution_str,
@@ -709,10 +711,11 @@ def compute_score_f1(
     **options: Any,
 ) -> Any:
     """Token-F1 reward with the signature of the functions above (``method`` unused)."""
-    golds = coerce_golds(ground_truth)
     if not options:
+        golds = coerce_golds(ground_truth)
         return _default_outcome("f1", solution_str, golds, format_score, score).reward
     _reject_unknown("compute_score_f1", options, QA_OPTIONS)
+    golds = coerce_golds(ground_truth)
     return _qa_outcome(
         "f1", solution_str, golds, format_score=format_score, score=score, **options
     ).reward
