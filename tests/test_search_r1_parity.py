@@ -516,6 +516,28 @@ def test_edge_case(
     assert _same(result["score"], float(expected))
 
 
+@pytest.mark.parametrize(
+    ("response", "target"),
+    [case[2:4] for case in EDGE_CASES]
+    + [("<answer></answer>", [""]), ("<answer>!</answer>", ["?"]), ("<answer>a b</answer>", "b c")],
+    ids=[case[0] for case in EDGE_CASES] + ["empty-vs-empty", "punctuation-only", "partial-f1"],
+)
+def test_lean_and_general_paths_agree_on_edge_cases(response: str, target: Any) -> None:
+    defaults = {"extract": "last", "max_answer_tags": 10}
+    ground_truth = {"target": target}
+    for router in (
+        reward_plugins.compute_score,
+        reward_plugins.compute_score_subem,
+        reward_plugins.compute_score_f1,
+    ):
+        lean = router("searchR1_nq", response, ground_truth)
+        general = router("searchR1_nq", response, ground_truth, **defaults)
+        assert lean == general, router.__name__
+        assert list(map(type, lean.values())) == list(map(type, general.values()))
+    for function in (search_r1.compute_score, search_r1.compute_score_f1):
+        assert _same(function(response, ground_truth), function(response, ground_truth, **defaults))
+
+
 # (id, response, verl's extract_solution result)
 EXTRACTION_CASES: list[tuple[str, str, str | None]] = [
     ("nested", "<answer>a<answer>b</answer>", "a<answer>b"),
