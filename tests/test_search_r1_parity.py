@@ -520,7 +520,7 @@ def test_edge_case(
     ("response", "target"),
     [case[2:4] for case in EDGE_CASES]
     + [("<answer></answer>", [""]), ("<answer>!</answer>", ["?"]), ("<answer>a b</answer>", "b c")],
-    ids=[case[0] for case in EDGE_CASES] + ["empty-vs-empty", "punctuation-only", "partial-f1"],
+    ids=[case[0] for case in EDGE_CASES] + ["empty-vs-empty", "punctuation-answer", "partial-f1"],
 )
 def test_lean_and_general_paths_agree_on_edge_cases(response: str, target: Any) -> None:
     defaults = {"extract": "last", "max_answer_tags": 10}
