@@ -349,27 +349,13 @@ def _qa_outcome(
     reject_empty_gold: bool = False,
     with_f1: bool = True,
 ) -> _Outcome:
-    """verl's decision table, generalized over the match rule; the QA options and defaults.
-
-    No answer: ``0``. A match (EM, SubEM, or a positive token F1) that is not ``too_long``:
-    ``score`` (times F1 for ``"f1"``), times ``spam_factor`` when ``penalize`` and the response
-    has more than ``max_answer_tags`` opening or closing answer tags. Otherwise ``format_score``.
-    """
-    if not (  # the defaults' types pass without a call
-        type(max_answer_tags) is int
-        and type(spam_factor) is float
-        and extract == "last"
-        and max_answer_words is None
-        and type(penalize) is bool
-        and type(subem_word_boundary) is bool
-        and type(reject_empty_gold) is bool
-    ):
-        _check_options(max_answer_tags, spam_factor, extract, max_answer_words)
-        _check_flags(
-            penalize_subem=penalize,
-            subem_word_boundary=subem_word_boundary,
-            reject_empty_gold=reject_empty_gold,
-        )
+    """The outcome of one response under the QA options (their defaults are verl's)."""
+    _check_options(max_answer_tags, spam_factor, extract, max_answer_words)
+    _check_flags(
+        penalize_subem=penalize,
+        subem_word_boundary=subem_word_boundary,
+        reject_empty_gold=reject_empty_gold,
+    )
     answer, opening, closing = scan_tags(solution_str, "answer", extract)
     comparison = compare(
         answer,
@@ -381,21 +367,17 @@ def _qa_outcome(
         with_f1 or rule == "f1",
     )
     answer_tags = opening if opening > closing else closing
-    if answer is None:
-        return _build(_Outcome, (0, None, answer_tags, comparison, False, False))
-    if rule == "em":
-        matched = comparison.em
-    elif rule == "subem":
-        matched = comparison.subem
-    else:
-        matched = comparison.f1 > 0
-        score = score * comparison.f1
-    if not matched or comparison.too_long:
-        return _build(_Outcome, (format_score, answer, answer_tags, comparison, False, False))
-    if penalize and answer_tags > max_answer_tags:
-        penalized = _penalize(score, spam_factor)
-        return _build(_Outcome, (penalized, answer, answer_tags, comparison, True, True))
-    return _build(_Outcome, (score, answer, answer_tags, comparison, True, False))
+    return _decide(
+        rule,
+        answer,
+        answer_tags,
+        comparison,
+        format_score,
+        score,
+        penalize,
+        max_answer_tags,
+        spam_factor,
+    )
 
 
 def _default_outcome(
@@ -421,17 +403,49 @@ def _default_outcome(
     subem = em or _subem(normalized, index, False)
     f1 = _token_f1(normalized, index) if with_f1 or rule == "f1" else 0.0
     comparison = _build(Comparison, (em, subem, f1, False))
+    return _decide(
+        rule,
+        answer,
+        answer_tags,
+        comparison,
+        format_score,
+        score,
+        rule != "subem",
+        DEFAULT_MAX_ANSWER_TAGS,
+        DEFAULT_SPAM_FACTOR,
+    )
+
+
+def _decide(
+    rule: MatchRule,
+    answer: str | None,
+    answer_tags: int,
+    comparison: Comparison,
+    format_score: Any,
+    score: Any,
+    penalize: bool,
+    max_answer_tags: int,
+    spam_factor: float,
+) -> _Outcome:
+    """verl's decision table, generalized over the match rule.
+
+    No answer: ``0``. A match (EM, SubEM, or a positive token F1) that is not ``too_long``:
+    ``score`` (times F1 for ``"f1"``), times ``spam_factor`` when ``penalize`` and the response
+    has more than ``max_answer_tags`` opening or closing answer tags. Otherwise ``format_score``.
+    """
+    if answer is None:
+        return _build(_Outcome, (0, None, answer_tags, comparison, False, False))
     if rule == "em":
-        matched = em
+        matched = comparison.em
     elif rule == "subem":
-        matched = subem
+        matched = comparison.subem
     else:
-        matched = f1 > 0
-        score = score * f1
-    if not matched:
+        matched = comparison.f1 > 0
+        score = score * comparison.f1
+    if not matched or comparison.too_long:
         return _build(_Outcome, (format_score, answer, answer_tags, comparison, False, False))
-    if rule != "subem" and answer_tags > DEFAULT_MAX_ANSWER_TAGS:
-        penalized = _penalize(score, DEFAULT_SPAM_FACTOR)
+    if penalize and answer_tags > max_answer_tags:
+        penalized = _penalize(score, spam_factor)
         return _build(_Outcome, (penalized, answer, answer_tags, comparison, True, True))
     return _build(_Outcome, (score, answer, answer_tags, comparison, True, False))
 
@@ -450,7 +464,7 @@ QA_OPTIONS: frozenset[str] = frozenset(
     }
 )
 """Options of ``compute_score`` and ``compute_score_f1`` (``compute_score_subem`` adds
-``penalize_subem``); defaults in :func:`_qa_outcome`."""
+``penalize_subem``); defaults in :func:`_qa_outcome`, the rewards in :func:`_decide`."""
 
 SUBEM_OPTIONS: frozenset[str] = QA_OPTIONS | {"penalize_subem"}
 
