@@ -8,7 +8,10 @@ Everything else raises :class:`~reward_plugins.errors.InvalidGroundTruth`.
 verl gives the rows of a GRPO group one shared ground-truth object, so the golds read from an
 object are remembered by its identity, with a copy of the list or array they came from, and
 reused only while the object still holds that same target with the same items: a caller that
-edits or replaces the target between calls gets the current golds, as verl would.
+edits or replaces the target between calls gets the current golds, as verl would. A call reads
+the target once and copies its items once; the golds are derived from that copy and memoized with
+it, so a thread that edits the target in place during another thread's call cannot leave the
+memo pairing the new items with the old golds.
 """
 
 from __future__ import annotations
@@ -58,8 +61,8 @@ def coerce_golds(ground_truth: Any, data_source: str | None = None) -> Golds:
     entry = _memo.get(id(ground_truth))
     if entry is not None and entry[0] is ground_truth and _unchanged(entry):
         return entry[3]
-    golds = _read_golds(ground_truth, data_source)
-    _remember(ground_truth, golds)
+    target, items, golds = _read_golds(ground_truth, data_source)
+    _remember(ground_truth, target, items, golds)
     return golds
 
 
@@ -72,24 +75,25 @@ def _unchanged(entry: tuple[Any, Any, list[Any] | None, Golds]) -> bool:
     return items is None or (target if type(target) is list else target.tolist()) == items
 
 
-def _remember(ground_truth: Any, golds: Golds) -> None:
-    """Memoize the golds of an exact dict or a bare target whose target can be compared: a str
-    or tuple (immutable), a list (compared with a copy) or an array (with its ``tolist()``)."""
-    target = ground_truth.get("target") if type(ground_truth) is dict else ground_truth
+def _remember(ground_truth: Any, target: Any, items: list[Any] | None, golds: Golds) -> None:
+    """Memoize ``golds``, read from ``target`` and its ``items`` snapshot, for an exact dict or a
+    bare target whose target can be compared: a str or tuple (immutable), a list or an array
+    (compared with the snapshot, which is never read again from the target itself)."""
+    if type(ground_truth) is not dict and ground_truth is not target:
+        return  # a mapping of another type: _unchanged could not read its target
     if isinstance(target, str) or type(target) is tuple:
         items = None
-    elif type(target) is list:
-        items = list(target)
-    elif type(target).__name__ == "ndarray":
-        items = target.tolist()
-    else:
+    elif type(target) is not list and type(target).__name__ != "ndarray":
         return
     if len(_memo) >= _MEMO_SIZE:
         _memo.clear()
     _memo[id(ground_truth)] = (ground_truth, target, items, golds)
 
 
-def _read_golds(ground_truth: Any, data_source: str | None) -> Golds:
+def _read_golds(ground_truth: Any, data_source: str | None) -> tuple[Any, list[Any] | None, Golds]:
+    """``(target, snapshot of its items, golds)``: the target is read once, a list or array
+    target's items are copied once, and the golds come from that copy, so that the memo can
+    store them with the very items they were read from while other threads edit the target."""
     field = "ground_truth"
     target = ground_truth
     if type(ground_truth) is dict or isinstance(ground_truth, Mapping):
@@ -98,10 +102,12 @@ def _read_golds(ground_truth: Any, data_source: str | None) -> Golds:
         field = "ground_truth['target']"
         target = ground_truth["target"]
     target_type = type(target)
-    if target_type is list or target_type is tuple:
+    if target_type is list:
+        items = list(target)  # the snapshot: one C-level copy, atomic with respect to threads
+    elif target_type is tuple:
         items = target
     elif isinstance(target, str):  # numpy.str_ is a str subclass
-        return (str(target),)
+        return target, None, (str(target),)
     elif isinstance(target, (list, tuple)):
         items = target
     elif target_type.__name__ == "ndarray" and getattr(target, "ndim", None) == 1:
@@ -117,4 +123,5 @@ def _read_golds(ground_truth: Any, data_source: str | None) -> Golds:
             if not isinstance(item, str):
                 raise _invalid(data_source, f"{field}[{index}]", item, "must be a string") from None
         raise
-    return tuple(map(str, items))  # exact str (numpy.str_ items too); a str is returned as is
+    # exact str (numpy.str_ items too); a str is returned as is
+    return target, items, tuple(map(str, items))

@@ -332,3 +332,100 @@ def test_caller_mutating_the_target_between_calls(
         assert search_r1.compute_score(response, ground_truth) == expected, response
         routed = reward_plugins.compute_score("searchR1_nq", response, ground_truth)
         assert routed["score"] == float(expected), response
+
+
+# ------------------------------------------------------------- memo under concurrent mutation
+
+
+class _MutatingGold(str):
+    """A gold whose conversion to ``str`` edits the list it sits in: the edit lands while the
+    golds are being read, as another thread's edit can."""
+
+    target: list[Any]
+
+    def __str__(self) -> str:
+        self.target[0] = "London"
+        return str.__str__(self)
+
+
+def test_edit_while_the_golds_are_read_is_seen_by_the_next_call() -> None:
+    """The memo keeps the golds with the very items they were read from: an edit that lands
+    during the read cannot leave the memo pairing the new items with the old golds."""
+    gold = _MutatingGold("Paris")
+    target: list[Any] = [gold]
+    gold.target = target
+    ground_truth = {"target": target}
+    assert coerce_golds(ground_truth) == ("Paris",)
+    assert target == ["London"]
+    assert coerce_golds(ground_truth) == ("London",)
+
+
+def test_edit_right_after_the_read_is_seen_by_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Same, with the edit landing just after the golds were read and before they are memoized
+    (where another thread can run)."""
+    from reward_plugins import groundtruth
+
+    ground_truth = {"target": ["Paris"]}
+    read = groundtruth._read_golds
+
+    def read_then_edit(*args: Any, **kwargs: Any) -> Any:
+        result = read(*args, **kwargs)
+        ground_truth["target"][0] = "London"
+        return result
+
+    monkeypatch.setattr(groundtruth, "_read_golds", read_then_edit)
+    assert coerce_golds(ground_truth) == ("Paris",)
+    monkeypatch.setattr(groundtruth, "_read_golds", read)
+    assert coerce_golds(ground_truth) == ("London",)
+
+
+def test_threads_editing_the_target_in_place_never_get_stale_golds() -> None:
+    """Readers and an in-place writer share one ground truth, as verl's thread pools can.
+
+    The writer only writes fresh values, so a reader that sees the same items before and after
+    its call knows the target did not change during the call: the golds must then be those
+    items. Bounded to about two seconds.
+    """
+    import threading
+    import time
+
+    ground_truth = {"target": ["0", "x"]}
+    target = ground_truth["target"]
+    stop = threading.Event()
+    stale: list[tuple[list[str], tuple[str, ...]]] = []
+    calls = [0]
+
+    def write() -> None:
+        value = 0
+        while not stop.is_set():
+            value += 1
+            target[0] = str(value)
+
+    def read() -> None:
+        count = 0
+        while not stop.is_set():
+            before = list(target)
+            golds = coerce_golds(ground_truth)
+            if list(target) == before and golds != tuple(before):
+                stale.append((before, golds))
+            count += 1
+        calls[0] += count
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in range(3)]
+    try:
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and len(stale) < 1:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        sys.setswitchinterval(interval)
+    assert calls[0] > 0
+    assert stale == [], f"{len(stale)} stale results in {calls[0]} calls, e.g. {stale[0]}"
