@@ -1,8 +1,9 @@
-"""The README's hack table: each known reward hack, its default reward, and the guard against it.
+"""The hack table of ``docs/reward-hacks.md``: each known reward hack, its default reward, and the
+guard against it.
 
-Rows come from the fact sheet's list of observed failure modes (``shared/reference/
-search-r1-rewards.md`` section 6). For each row the test checks, with the plugin function and
-with the router:
+Rows are known failure modes of the Search-R1 rule-based rewards (verl's
+``search_r1_like_qa_em`` and Search-R1's format-aware reward). For each row the test checks, with
+the plugin function and with the router:
 
 - the reward of the hack under default options, and that verl's own
   ``verl.utils.reward_score.search_r1_like_qa_em`` function gives the same value (EM and SubEM
@@ -10,8 +11,8 @@ with the router:
 - the reward with the guard on;
 - a legitimate response that gets the same reward with the guard off and on.
 
-The README table is generated from ``HACKS``: ``python tests/test_hack_table.py`` prints it, and
-``test_readme_table_is_generated_from_this_file`` fails when the README's copy differs.
+The table in the docs is generated from ``HACKS``: ``python tests/test_hack_table.py`` prints it,
+and ``test_doc_table_is_generated_from_this_file`` fails when the copy in the docs differs.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 import reward_plugins
 from reward_plugins.plugins import search_r1
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+HACKS_DOC = Path(__file__).resolve().parents[1] / "docs" / "reward-hacks.md"
 TABLE_START, TABLE_END = "<!-- hack-table -->", "<!-- /hack-table -->"
 
 PARIS_FULLWIDTH = "\uff30\uff41\uff52\uff49\uff53"  # FULLWIDTH LATIN "Paris"
@@ -240,7 +241,7 @@ def test_default_rewards_are_verls(row: Hack) -> None:
     assert verl_function(row.legitimate, {"target": row.golds}) == row.legitimate_reward
 
 
-# ------------------------------------------------------------------------- the README copy
+# --------------------------------------------------------------------------- the docs copy
 
 
 def _code(text: str) -> str:
@@ -255,7 +256,7 @@ def _shown_response(response: str) -> str:
 
 
 def render_table() -> str:
-    """The README's hack table, as Markdown."""
+    """The hack table of ``docs/reward-hacks.md``, as Markdown."""
     lines = [
         "| hack | scorer | golds | response | default (= verl) | option | with the option "
         "| legitimate response | its reward, option off and on |",
@@ -279,8 +280,8 @@ def render_table() -> str:
     return "\n".join(lines)
 
 
-def test_readme_table_is_generated_from_this_file() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_doc_table_is_generated_from_this_file() -> None:
+    text = HACKS_DOC.read_text(encoding="utf-8")
     assert text.count(TABLE_START) == 1 and text.count(TABLE_END) == 1
     block = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
     assert block.strip() == render_table(), "run: python tests/test_hack_table.py"

@@ -1,8 +1,9 @@
-"""The shipped configs and the README's command lines, composed with verl 0.9.1's own trainer
-config and turned into verl's reward managers.
+"""The shipped configs and the documented command lines (``docs/verl.md`` and the README),
+composed with verl 0.9.1's own trainer config and turned into verl's reward managers.
 
-Composition uses Hydra's compose API on ``configs/`` (the config ``--cfg job`` prints); the README
-commands run through verl's real ``main_ppo`` entry point with ``--cfg job`` in a subprocess.
+Composition uses Hydra's compose API on ``configs/`` (the config ``--cfg job`` prints); the
+documented commands run through verl's real ``main_ppo`` entry point with ``--cfg job`` in a
+subprocess.
 Expected rewards come from verl's reference scorer ``search_r1_like_qa_em`` and the hand-worked
 table in ``verl_helpers``.
 """
@@ -171,8 +172,8 @@ def test_legacy_config_after_verl_08_migration(tokenizer: Any) -> None:
 
 
 def test_verl_09_ignores_the_legacy_keys(tokenizer: Any) -> None:
-    """README pitfall: the legacy file composes on verl 0.9, but verl's built-in scorer runs and
-    ``format_score=0.1`` from the config is lost (wrong answers get 0, not 0.1)."""
+    """Pitfall of docs/verl.md: the legacy file composes on verl 0.9, but verl's built-in scorer
+    runs and ``format_score=0.1`` from the config is lost (wrong answers get 0, not 0.1)."""
     config = compose(
         LEGACY_CONFIG,
         [LEGACY_PATH_OVERRIDE, "custom_reward_function.reward_kwargs.format_score=0.1"],
@@ -183,7 +184,7 @@ def test_verl_09_ignores_the_legacy_keys(tokenizer: Any) -> None:
     assert rewards != [verl_reference_reward(s, format_score=0.1) for s in MIXED_SAMPLES]
 
 
-# --- Hydra override prefixes, as the README states them ----------------------------------------
+# --- Hydra override prefixes, as docs/verl.md states them -------------------------------------
 
 
 def test_listed_options_take_no_prefix() -> None:
@@ -219,7 +220,7 @@ def test_misspelled_option_fails_on_the_first_reward(tokenizer: Any) -> None:
         rewards_from_reward_loop(tokenizer, config)
 
 
-# --- the README's command lines ---------------------------------------------------------------
+# --- the documented command lines ------------------------------------------------------------
 
 CFG_JOB_DRIVER = """
 import contextlib, io, json, sys
@@ -240,15 +241,22 @@ print(json.dumps(printed))
 verl once instead of once per command), and returns what ``--cfg job`` prints for each."""
 
 
-def readme_verl_commands() -> list[str]:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Use with verl\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
+VERL_DOC = REPO_ROOT / "docs" / "verl.md"
+"""Where the verl command lines live; the README's own verl command is checked with them."""
+
+
+def bash_verl_commands(path: Path) -> list[str]:
+    """Every ``bash`` block of ``path`` that is a ``python -m verl.trainer.main_ppo`` command."""
+    blocks = re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.DOTALL)
     return [
         block.replace("\\\n", " ").strip()
         for block in blocks
         if block.startswith("python -m verl.trainer.main_ppo")
     ]
+
+
+def documented_verl_commands() -> list[str]:
+    return bash_verl_commands(VERL_DOC) + bash_verl_commands(REPO_ROOT / "README.md")
 
 
 def command_arguments(command: str) -> list[str]:
@@ -263,8 +271,8 @@ def command_arguments(command: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def readme_job_configs() -> list[tuple[str, DictConfig]]:
-    commands = readme_verl_commands()
+def documented_job_configs() -> list[tuple[str, DictConfig]]:
+    commands = documented_verl_commands()
     completed = subprocess.run(
         [sys.executable, "-c", CFG_JOB_DRIVER],
         input=json.dumps([command_arguments(c) for c in commands]),
@@ -278,9 +286,10 @@ def readme_job_configs() -> list[tuple[str, DictConfig]]:
     return [(c, OmegaConf.create(text)) for c, text in zip(commands, printed, strict=True)]
 
 
-def test_readme_has_the_commands() -> None:
-    commands = readme_verl_commands()
+def test_docs_have_the_commands() -> None:
+    commands = bash_verl_commands(VERL_DOC)
     assert len(commands) >= 8
+    assert bash_verl_commands(REPO_ROOT / "README.md"), "the README's verl command"
     assert any("+reward.custom_reward_function.reward_kwargs." in c for c in commands)
     assert any("+custom_reward_function.reward_kwargs." in c for c in commands)
     assert any('"$(reward-plugins path verl)"' in c for c in commands)
@@ -323,10 +332,10 @@ def score_as_legacy_verl(tokenizer: Any, config: DictConfig) -> tuple[list[float
     return result["reward_tensor"].sum(dim=-1).tolist(), result.get("reward_extra_info", {})
 
 
-def test_readme_commands_build_managers_that_score_like_verl(
-    tokenizer: Any, readme_job_configs: list[tuple[str, DictConfig]]
+def test_documented_commands_build_managers_that_score_like_verl(
+    tokenizer: Any, documented_job_configs: list[tuple[str, DictConfig]]
 ) -> None:
-    for command, config in readme_job_configs:
+    for command, config in documented_job_configs:
         if config.custom_reward_function.path is not None:
             assert config.custom_reward_function.path == str(LEGACY_ENTRY_FILE), command
             expected = expected_rewards(config.custom_reward_function)
@@ -343,12 +352,12 @@ def test_readme_commands_build_managers_that_score_like_verl(
         assert config.data.reward_fn_key == "data_source", command
 
 
-def test_readme_commands_reward_kwargs_take_effect(
-    readme_job_configs: list[tuple[str, DictConfig]],
+def test_documented_commands_reward_kwargs_take_effect(
+    documented_job_configs: list[tuple[str, DictConfig]],
 ) -> None:
     """Where a command sets format_score=0.1 the wrong answers of the mixed batch earn 0.1."""
     changed = 0
-    for command, config in readme_job_configs:
+    for command, config in documented_job_configs:
         if "format_score=0.1" in command:
             function = config.reward.custom_reward_function
             if config.custom_reward_function.path is not None:
