@@ -11,12 +11,16 @@ reused only while the object still holds that same target with the same items: a
 edits or replaces the target between calls gets the current golds, as verl would. A call reads
 the target once and copies its items once; the golds are derived from that copy and memoized with
 it, so a thread that edits the target in place during another thread's call cannot leave the
-memo pairing the new items with the old golds.
+memo pairing the new items with the old golds. The memo keeps the objects it remembers alive,
+so it is bounded twice: at most 4096 entries, and at most :data:`MEMO_BYTE_BUDGET` (64 MiB) of
+estimated size; it is emptied when either bound would be passed, and a ground truth estimated
+above a quarter of the budget is read afresh on every call instead of being remembered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reward_plugins.errors import InvalidGroundTruth
@@ -35,9 +39,35 @@ def _invalid(data_source: str | None, field: str, value: object, why: str) -> In
 
 
 _MEMO_SIZE = 4096
-_memo: dict[int, tuple[Any, Any, list[Any] | None, Golds]] = {}
-"""``id(ground_truth) -> (ground_truth, target, copy of the target's items or None, golds)``;
-holding the object keeps its id from being reused while the entry lives."""
+"""The most entries the memo holds; it is cleared when adding one would exceed this."""
+
+MEMO_BYTE_BUDGET = 64 * 1024 * 1024
+"""The most bytes (64 MiB, as estimated by :func:`_entry_bytes`) that the memo keeps alive.
+
+The memo is cleared when adding an entry would exceed this, and a ground truth whose entry alone
+is estimated above a quarter of the budget (16 MiB) is not memoized at all (it is read on every
+call). Read at each insertion, so it can be changed at run time."""
+
+_ENTRY_BYTES = 200
+"""Estimated bytes of one entry besides its items: the entry tuple, its dict slot, the golds
+tuple and the items list."""
+
+_ITEM_BYTES = 64
+"""Estimated bytes per gold besides the strings: the pointers to it in the golds tuple, the items
+copy and the target, and a number item itself (a small int or a float)."""
+
+_MemoEntry = tuple[Any, Any, list[Any] | None, Golds, int]
+
+_memo: dict[int, _MemoEntry] = {}
+"""``id(ground_truth) -> (ground_truth, target, copy of the target's items or None, golds,
+estimated bytes)``; holding the object keeps its id from being reused while the entry lives."""
+
+_memo_total = 0
+"""The sum of the estimated bytes of the memo's entries."""
+
+_memo_lock = threading.Lock()
+"""Serializes the memo's insertions and evictions, so that ``_memo_total`` stays exact; lookups
+need no lock."""
 
 _MISSING = object()
 
@@ -66,31 +96,93 @@ def coerce_golds(ground_truth: Any, data_source: str | None = None) -> Golds:
     return golds
 
 
-def _unchanged(entry: tuple[Any, Any, list[Any] | None, Golds]) -> bool:
+def _unchanged(entry: _MemoEntry) -> bool:
     """The memoized object still holds the same target, with the same items."""
-    ground_truth, target, items, _ = entry
+    ground_truth, target, items, _, _ = entry
     current = ground_truth.get("target", _MISSING) if type(ground_truth) is dict else ground_truth
     if current is not target:
         return False
     return items is None or (target if type(target) is list else target.tolist()) == items
 
 
-def _remember(ground_truth: Any, target: Any, items: list[Any] | None, golds: Golds) -> None:
+def _remember(ground_truth: Any, target: Any, items: Sequence[Any] | None, golds: Golds) -> None:
     """Memoize ``golds``, read from ``target`` and its ``items`` snapshot, for an exact dict or a
     bare target whose target can be compared: a str or tuple (immutable), a list or an array
-    (compared with the snapshot, which is never read again from the target itself)."""
+    (compared with the snapshot, which is never read again from the target itself).
+
+    The memo stays within :data:`MEMO_BYTE_BUDGET` and ``_MEMO_SIZE`` entries: it is cleared when
+    this entry would exceed either, and an entry over a quarter of the budget is not stored.
+    """
+    global _memo_total
     if type(ground_truth) is not dict and ground_truth is not target:
         return  # a mapping of another type: _unchanged could not read its target
+    snapshot: list[Any] | None
     if isinstance(target, str) or type(target) is tuple:
-        items = None
-    elif type(target) is not list and type(target).__name__ != "ndarray":
+        snapshot = None
+    elif type(items) is list and (type(target) is list or type(target).__name__ == "ndarray"):
+        snapshot = items
+    else:
         return
-    if len(_memo) >= _MEMO_SIZE:
+    size = _entry_bytes(target, snapshot, golds)
+    key = id(ground_truth)
+    with _memo_lock:
+        stale = _memo.pop(key, None)
+        if stale is not None:
+            _memo_total -= stale[4]
+        budget = MEMO_BYTE_BUDGET
+        if size > budget // 4:
+            return
+        if len(_memo) >= _MEMO_SIZE or _memo_total + size > budget:
+            _memo.clear()
+            _memo_total = 0
+        _memo[key] = (ground_truth, target, snapshot, golds, size)
+        _memo_total += size
+
+
+def _entry_bytes(target: Any, items: list[Any] | None, golds: Golds) -> int:
+    """The estimated bytes that a memo entry keeps alive (the estimate the byte budget counts).
+
+    ``_ENTRY_BYTES + _ITEM_BYTES * len(golds)`` plus the character data of the strings, counted
+    with ``str.__sizeof__`` (1, 2 or 4 bytes per character, as CPython stores them) and, for an
+    array target, its buffer (``nbytes``). When every item is a str, the items and the golds are
+    counted as two separate copies of their concatenation (each gold is a copy when the item is a
+    str subclass such as ``numpy.str_``; for exact str items they are the same objects, so the
+    estimate is then up to twice the real size: conservative). Otherwise each str item, each
+    ``int`` item and each gold is counted by its own size.
+    """
+    sources = (target,) if isinstance(target, str) else target if items is None else items
+    try:
+        size = 2 * str.__sizeof__("".join(sources))  # every item a str: the common case
+    except TypeError:
+        size = sum(map(_item_bytes, sources)) + sum(map(str.__sizeof__, golds))
+    if items is not None and type(target) is not list:
+        size += int(target.nbytes)
+    return _ENTRY_BYTES + _ITEM_BYTES * len(golds) + size
+
+
+def _item_bytes(item: Any) -> int:
+    """The bytes of an item beyond ``_ITEM_BYTES``: a string's or an ``int``'s size, else 0."""
+    if isinstance(item, str):
+        return str.__sizeof__(item)
+    return int.__sizeof__(item) if isinstance(item, int) else 0
+
+
+def _memo_bytes() -> int:
+    """The estimated bytes held by the memo now (see :func:`_entry_bytes`)."""
+    return _memo_total
+
+
+def _clear_memo() -> None:
+    """Forget every memoized ground truth."""
+    global _memo_total
+    with _memo_lock:
         _memo.clear()
-    _memo[id(ground_truth)] = (ground_truth, target, items, golds)
+        _memo_total = 0
 
 
-def _read_golds(ground_truth: Any, data_source: str | None) -> tuple[Any, list[Any] | None, Golds]:
+def _read_golds(
+    ground_truth: Any, data_source: str | None
+) -> tuple[Any, Sequence[Any] | None, Golds]:
     """``(target, snapshot of its items, golds)``: the target is read once, a list or array
     target's items are copied once, and the golds come from that copy, so that the memo can
     store them with the very items they were read from while other threads edit the target."""
@@ -102,6 +194,7 @@ def _read_golds(ground_truth: Any, data_source: str | None) -> tuple[Any, list[A
         field = "ground_truth['target']"
         target = ground_truth["target"]
     target_type = type(target)
+    items: Sequence[Any]
     if target_type is list:
         items = list(target)  # the snapshot: one C-level copy, atomic with respect to threads
     elif target_type is tuple:

@@ -429,3 +429,99 @@ def test_threads_editing_the_target_in_place_never_get_stale_golds() -> None:
         sys.setswitchinterval(interval)
     assert calls[0] > 0
     assert stale == [], f"{len(stale)} stale results in {calls[0]} calls, e.g. {stale[0]}"
+
+
+# ------------------------------------------------------------------------ memo byte budget
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def _large_ground_truths(count: int, chars: int, alphabet: str = "abcdefgh") -> list[Any]:
+    """``count`` distinct ground truths of ``chars`` characters each, in every memoized shape:
+    a list of str, a tuple, a unicode array, an object array (each fresh, none shared)."""
+    shapes: list[Callable[[list[str]], Any]] = [
+        lambda golds: {"target": golds},
+        lambda golds: {"target": tuple(golds)},
+        lambda golds: {"target": np.array(golds)},
+        lambda golds: np.array(golds, dtype=object),
+    ]
+    truths = []
+    for index in range(count):
+        letter = alphabet[index % len(alphabet)]
+        golds = [f"{index}:" + letter * (chars // 4) for _ in range(4)]
+        truths.append(shapes[index % len(shapes)](golds))
+    return truths
+
+
+def test_memo_byte_budget_is_64_mib() -> None:
+    from reward_plugins import groundtruth
+
+    assert groundtruth.MEMO_BYTE_BUDGET == 64 * MIB
+
+
+def test_memo_estimate_stays_within_the_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many large ground truths pass through it, the memo's estimated size never exceeds
+    its byte budget, and its running total is the sum of its entries' estimates."""
+    from reward_plugins import groundtruth
+
+    monkeypatch.setattr(groundtruth, "MEMO_BYTE_BUDGET", 1 * MIB, raising=False)
+    groundtruth._clear_memo()
+    for alphabet in ("abc", "\u4e2d\u6587", "\U0001f600\U0001f601"):
+        for truth in _large_ground_truths(300, 64 * KIB, alphabet):
+            golds = coerce_golds(truth)
+            assert len(golds) == 4
+            assert groundtruth._memo_bytes() <= groundtruth.MEMO_BYTE_BUDGET
+            entries = groundtruth._memo.values()
+            assert groundtruth._memo_bytes() == sum(entry[4] for entry in entries)
+    assert len(groundtruth._memo) > 0  # 64 KiB ground truths are still memoized
+    groundtruth._clear_memo()
+
+
+def test_memo_skips_a_ground_truth_over_a_quarter_of_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from reward_plugins import groundtruth
+
+    monkeypatch.setattr(groundtruth, "MEMO_BYTE_BUDGET", 1 * MIB, raising=False)
+    small, large = {"target": ["Paris"]}, {"target": ["x" * (300 * KIB)]}
+    assert coerce_golds(small) == ("Paris",)
+    assert id(small) in groundtruth._memo
+    assert coerce_golds(large) == ("x" * (300 * KIB),)
+    assert id(large) not in groundtruth._memo
+    large["target"][0] = "Lyon"
+    assert coerce_golds(large) == ("Lyon",)
+    assert id(large) in groundtruth._memo
+
+
+@pytest.mark.parametrize(
+    "alphabet", ["abcdefgh", "\U0001f600\U0001f601"], ids=["one-byte", "four-byte"]
+)
+def test_memo_keeps_no_more_than_its_budget_allocated(
+    monkeypatch: pytest.MonkeyPatch, alphabet: str
+) -> None:
+    """200 ground truths of 256 KiB, each dropped by the caller after one call, leave at most the
+    budget (plus slack) allocated: the memo, which keeps them alive, is bounded in bytes."""
+    import gc
+    import tracemalloc
+
+    from reward_plugins import groundtruth
+
+    budget = 4 * MIB
+    monkeypatch.setattr(groundtruth, "MEMO_BYTE_BUDGET", budget, raising=False)
+    groundtruth._clear_memo()
+    chars = 256 * KIB // (1 if alphabet.isascii() else 4)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        for index in range(200):
+            (truth,) = _large_ground_truths(1, chars, alphabet[index % len(alphabet)] * 2)
+            coerce_golds(truth)
+            del truth
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0] - baseline
+    finally:
+        tracemalloc.stop()
+        groundtruth._clear_memo()
+    assert retained <= budget + 1 * MIB, f"{retained / MIB:.1f} MiB retained"
