@@ -1,5 +1,9 @@
 """Ground-truth shapes: every accepted one is read as a tuple of str, every other one is refused.
 
+Numbers are golds too: an int (numpy integers included) or a float with an integral value is
+written as its integer digits, another finite float as its ``repr``; a bool, NaN and infinities
+are refused.
+
 Refusals raise ``reward_plugins.InvalidGroundTruth`` (a ``ValueError``) naming the data source and
 the type received. The routers never mutate their inputs, including the dicts that verl shares
 across the rows of a GRPO group.
@@ -9,17 +13,22 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import enum
 import io
 import os
 import subprocess
 import sys
 from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import reward_plugins
 from reward_plugins import InvalidGroundTruth
@@ -99,25 +108,35 @@ def test_empty_target_never_matches(target: Any) -> None:
 # (id, ground truth, type name the message must show)
 REJECTED: list[tuple[str, Any, str]] = [
     ("none", None, "NoneType"),
-    ("int", 3, "int"),
-    ("float", 1.5, "float"),
     ("bool", True, "bool"),
     ("bytes", b"Paris", "bytes"),
     ("dict-without-target", {"answers": ["Paris"]}, "dict"),
     ("empty-dict", {}, "dict"),
     ("target-none", {"target": None}, "NoneType"),
-    ("target-int", {"target": 7}, "int"),
     ("target-dict", {"target": {"text": "Paris"}}, "dict"),
     ("target-set", {"target": {"Paris"}}, "set"),
     ("bytes-elements-list", {"target": [b"Paris"]}, "bytes"),
     ("bytes-elements-ndarray", {"target": np.array([b"Paris"])}, "bytes"),
     ("none-element", {"target": ["Paris", None]}, "NoneType"),
-    ("int-element", {"target": ["Paris", 1990]}, "int"),
     ("nested-list", {"target": [["Paris"]]}, "list"),
     ("nested-tuple", [("Paris",)], "tuple"),
     ("two-d-array", {"target": np.array([["Paris", "Lyon"]])}, "numpy.ndarray"),
     ("zero-d-array", np.array("Paris"), "numpy.ndarray"),
-    ("float-ndarray", {"target": np.array([1.0])}, "float"),
+    ("target-bool", {"target": False}, "bool"),
+    ("np-bool", np.bool_(True), "numpy.bool"),
+    ("bool-element", {"target": ["Paris", True]}, "bool"),
+    ("np-bool-element", {"target": ["Paris", np.bool_(False)]}, "numpy.bool"),
+    ("bool-ndarray", {"target": np.array([True, False])}, "bool"),
+    ("nan", float("nan"), "float"),
+    ("target-inf", {"target": float("inf")}, "float"),
+    ("minus-inf-element", {"target": ["Paris", -float("inf")]}, "float"),
+    ("np-nan-element", {"target": [np.float64("nan")]}, "numpy.float64"),
+    ("nan-ndarray", {"target": np.array([1.0, np.nan])}, "float"),
+    ("complex", {"target": 1j}, "complex"),
+    ("complex-element", {"target": ["Paris", 1 + 0j]}, "complex"),
+    ("fraction-element", {"target": [Fraction(1, 2)]}, "fractions.Fraction"),
+    ("decimal", Decimal("1.5"), "decimal.Decimal"),
+    ("zero-d-int-array", np.array(7), "numpy.ndarray"),
 ]
 
 
@@ -525,3 +544,181 @@ def test_memo_keeps_no_more_than_its_budget_allocated(
         tracemalloc.stop()
         groundtruth._clear_memo()
     assert retained <= budget + 1 * MIB, f"{retained / MIB:.1f} MiB retained"
+
+
+# -------------------------------------------------------------------------------- numeric golds
+
+
+class _Rank(enum.IntEnum):
+    FIRST = 1
+
+
+# (id, ground truth, golds)
+NUMERIC: list[tuple[str, Any, tuple[str, ...]]] = [
+    ("bare-int", 72, ("72",)),
+    ("dict-int", {"target": 72}, ("72",)),
+    ("negative-int", {"target": -5}, ("-5",)),
+    ("big-int", 2**70, (str(2**70),)),
+    ("int-enum", {"target": _Rank.FIRST}, ("1",)),
+    ("bare-integral-float", 72.0, ("72",)),
+    ("negative-integral-float", {"target": -3.0}, ("-3",)),
+    ("negative-zero", {"target": -0.0}, ("0",)),
+    ("huge-integral-float", {"target": 1e20}, ("100000000000000000000",)),
+    ("float", {"target": 0.5}, ("0.5",)),
+    ("bare-float", 1.5, ("1.5",)),
+    ("tiny-float", {"target": 1e-300}, ("1e-300",)),
+    ("np-int64", {"target": np.int64(7)}, ("7",)),
+    ("np-uint64-max", {"target": np.uint64(2**64 - 1)}, ("18446744073709551615",)),
+    ("np-float32", {"target": np.float32(0.5)}, ("0.5",)),
+    ("np-float32-inexact", {"target": np.float32(0.1)}, (repr(float(np.float32(0.1))),)),
+    ("np-float32-integral", np.float32(3.0), ("3",)),
+    ("np-float64", {"target": np.float64(2.25)}, ("2.25",)),
+    ("mixed-list", {"target": [72, "seventy-two"]}, ("72", "seventy-two")),
+    ("mixed-tuple", (1990, "1990s", 2.5), ("1990", "1990s", "2.5")),
+    ("bare-mixed-list", ["Paris", 7.0], ("Paris", "7")),
+    ("int-ndarray", {"target": np.array([1, 2])}, ("1", "2")),
+    ("float-ndarray", {"target": np.array([0.5])}, ("0.5",)),
+    ("integral-float-ndarray", np.array([1.0, 2.5]), ("1", "2.5")),
+    ("uint8-ndarray", {"target": np.array([255], dtype=np.uint8)}, ("255",)),
+    (
+        "object-ndarray-of-np-scalars",
+        {"target": np.array([np.int64(7), np.float64(2.0), np.str_("x")], dtype=object)},
+        ("7", "2", "x"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("ground_truth", "golds"),
+    [case[1:] for case in NUMERIC],
+    ids=[case[0] for case in NUMERIC],
+)
+def test_numeric_golds(ground_truth: Any, golds: tuple[str, ...]) -> None:
+    coerced = coerce_golds(ground_truth, "searchR1_nq")
+    assert coerced == golds
+    assert all(type(gold) is str for gold in coerced)
+    assert coerce_golds(ground_truth) == golds  # again, from the memo where it applies
+    response = f"<answer>{golds[0]}</answer>"
+    for router in ROUTERS:
+        assert router("searchR1_nq", response, ground_truth)["score"] == 1.0
+        assert router("searchR1_nq", "<answer>Lyon</answer>", ground_truth)["score"] == 0.0
+    assert search_r1.compute_score(response, ground_truth) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("ground_truth", "field", "type_name"),
+    [
+        (True, "ground_truth", "bool"),
+        ({"target": np.bool_(True)}, "ground_truth['target']", "numpy.bool"),
+        ({"target": [72, True]}, "ground_truth['target'][1]", "bool"),
+        ({"target": ["x", np.bool_(True)]}, "ground_truth['target'][1]", "numpy.bool"),
+        ({"target": np.array([False])}, "ground_truth['target'][0]", "bool"),
+        (float("nan"), "ground_truth", "float"),
+        ({"target": float("inf")}, "ground_truth['target']", "float"),
+        ({"target": ["x", -float("inf")]}, "ground_truth['target'][1]", "float"),
+        ({"target": [np.float32("nan")]}, "ground_truth['target'][0]", "numpy.float32"),
+        ({"target": ["Paris", None]}, "ground_truth['target'][1]", "NoneType"),
+        ({"target": [7, b"Paris"]}, "ground_truth['target'][1]", "bytes"),
+        ({"target": b"7"}, "ground_truth['target']", "bytes"),
+    ],
+    ids=[
+        "bool",
+        "np-bool",
+        "bool-item",
+        "np-bool-item",
+        "bool-array",
+        "nan",
+        "inf",
+        "minus-inf-item",
+        "np-nan-item",
+        "none-item",
+        "bytes-item",
+        "bytes",
+    ],
+)
+def test_numeric_refusals_name_the_field_and_type(
+    ground_truth: Any, field: str, type_name: str
+) -> None:
+    with pytest.raises(InvalidGroundTruth) as caught:
+        coerce_golds(ground_truth, "searchR1_nq")
+    message = str(caught.value)
+    assert message.startswith(f"data_source='searchR1_nq': {field} "), message
+    assert f"got {type_name}:" in message, message
+
+
+def test_int_beyond_the_str_digit_limit_is_refused() -> None:
+    if not hasattr(sys, "get_int_max_str_digits"):
+        pytest.skip("no int-to-str digit limit before Python 3.11")
+    limit = sys.get_int_max_str_digits()
+    if limit == 0:
+        pytest.skip("the int-to-str digit limit is disabled")
+    with pytest.raises(InvalidGroundTruth, match=r"ground_truth\['target'\]\[0\]"):
+        coerce_golds({"target": [10 ** (limit + 1)]})
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers())
+def test_ints_round_trip(number: int) -> None:
+    (gold,) = coerce_golds({"target": [number]})
+    assert gold == str(number)
+    assert int(gold) == number
+    assert coerce_golds(number) == (gold,)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max))
+def test_numpy_ints_round_trip(number: int) -> None:
+    assert coerce_golds({"target": np.array([number])}) == (str(number),)
+    assert coerce_golds({"target": np.int64(number)}) == (str(number),)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False).filter(float.is_integer))
+def test_integral_floats_print_as_ints(number: float) -> None:
+    (gold,) = coerce_golds({"target": [number]})
+    assert gold.lstrip("-").isdigit(), gold
+    assert int(gold) == number
+    assert coerce_golds(np.float64(number)) == (gold,)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_finite_floats_round_trip(number: float) -> None:
+    (gold,) = coerce_golds({"target": ["x", number]})[1:]
+    assert float(gold) == number
+    if not number.is_integer():
+        assert gold == repr(number)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False, width=32))
+def test_float32_round_trip(number: float) -> None:
+    (gold,) = coerce_golds({"target": np.array([number], dtype=np.float32)})
+    assert float(gold) == float(np.float32(number))
+
+
+def test_numeric_golds_are_memoized_and_edits_are_seen() -> None:
+    """A list holding numbers is memoized like a list of strings; an edit to an equal value of
+    another type (``True == 1``) is still seen."""
+    from reward_plugins import groundtruth
+
+    ground_truth = {"target": [1, "one"]}
+    golds = coerce_golds(ground_truth)
+    assert golds == ("1", "one")
+    assert id(ground_truth) in groundtruth._memo
+    assert coerce_golds(ground_truth) is golds
+    ground_truth["target"][0] = 2.0
+    assert coerce_golds(ground_truth) == ("2", "one")
+    ground_truth["target"][0] = 2.5
+    assert coerce_golds(ground_truth) == ("2.5", "one")
+    ground_truth["target"][0] = 1
+    assert coerce_golds(ground_truth) == ("1", "one")
+    ground_truth["target"][0] = True  # equal to 1, but a bool
+    with pytest.raises(InvalidGroundTruth, match=r"\[0\]"):
+        coerce_golds(ground_truth)
+    array_truth = {"target": np.array([1, 0], dtype=np.int8)}
+    assert coerce_golds(array_truth) == ("1", "0")
+    assert coerce_golds(array_truth) == ("1", "0")
+    array_truth["target"].dtype = np.bool_  # the same bytes, read as booleans
+    with pytest.raises(InvalidGroundTruth, match="bool"):
+        coerce_golds(array_truth)
