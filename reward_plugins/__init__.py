@@ -1,34 +1,86 @@
 """reward_plugins: rule-based rewards for RL fine-tuning of language models.
 
-Point verl at the routers with ``reward.custom_reward_function.path: pkg://reward_plugins`` and
-``name: compute_score`` (or ``compute_score_subem``, ``compute_score_f1``,
-``compute_score_format``, ``compute_score_batch``).
+Point verl at the package with ``reward.custom_reward_function.path: pkg://reward_plugins`` and
+``name:`` any registered scorer (``compute_score``, ``compute_score_subem``,
+``compute_score_f1``, ``compute_score_format``, ``compute_score_metric``, a plugin's own) or
+``compute_score_batch``. Every scorer name is an attribute of this module, made on demand.
 """
 
 from __future__ import annotations
 
-from reward_plugins.errors import InvalidGroundTruth, UnknownDataSource
-from reward_plugins.registry import load_plugins, register, registered
+from typing import Any
+
+from reward_plugins.errors import (
+    InvalidGroundTruth,
+    InvalidInput,
+    InvalidOption,
+    PluginError,
+    RewardPluginsError,
+    UnknownDataSource,
+    UnknownScorer,
+)
+from reward_plugins.options import Factor, NonNegativeInt, PositiveInt, Range, Score
+from reward_plugins.registry import (
+    broken_plugins,
+    load_plugins,
+    register,
+    registered,
+    registrations,
+    scorer,
+)
 from reward_plugins.router import (
     compute_score,
     compute_score_batch,
     compute_score_f1,
     compute_score_format,
+    compute_score_metric,
     compute_score_subem,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Factor",
     "InvalidGroundTruth",
+    "InvalidInput",
+    "InvalidOption",
+    "NonNegativeInt",
+    "PluginError",
+    "PositiveInt",
+    "Range",
+    "RewardPluginsError",
+    "Score",
     "UnknownDataSource",
+    "UnknownScorer",
     "__version__",
+    "broken_plugins",
     "compute_score",
     "compute_score_batch",
     "compute_score_f1",
     "compute_score_format",
+    "compute_score_metric",
     "compute_score_subem",
     "load_plugins",
     "register",
     "registered",
+    "registrations",
+    "scorer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``reward_plugins.<scorer name>``: the verl router of any registered scorer.
+
+    This is how verl's ``custom_reward_function.name`` reaches a plugin's scorer, and how
+    ``pickle`` finds a router again in another process.
+    """
+    if name.startswith("_"):
+        raise AttributeError(f"module 'reward_plugins' has no attribute {name!r}")
+    from reward_plugins.router import router_for
+
+    try:
+        return router_for(name)
+    except UnknownScorer as error:
+        raise AttributeError(
+            f"module 'reward_plugins' has no attribute {name!r}: {error}"
+        ) from None

@@ -10,13 +10,15 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from reward_plugins import rescore
+from reward_plugins.options import OptionSpec
+from reward_plugins.registry import scorer_names
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
@@ -58,7 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("input", nargs="?", type=Path, metavar="INPUT", help=".jsonl or .parquet")
     score.add_argument("-o", "--output", type=Path, metavar="OUTPUT", help=".jsonl or .parquet")
     score.add_argument("--demo", action="store_true", help="score the sample in the package")
-    score.add_argument("--scorer", default="compute_score", help="router name (compute_score)")
+    score.add_argument(
+        "--scorer",
+        default="compute_score",
+        choices=scorer_names(),
+        metavar="NAME",
+        help="a registered scorer (compute_score; `reward-plugins list` shows them all)",
+    )
     score.add_argument(
         "--set",
         dest="options",
@@ -83,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     score.set_defaults(handler=_score)
 
-    listing = commands.add_parser("list", help="registered data sources and their scorers")
+    listing = commands.add_parser(
+        "list", help="registered scorers: data sources, options, origin; broken plugins"
+    )
     listing.set_defaults(handler=_list)
 
     path = commands.add_parser("path", help="installed path of an integration entry file")
@@ -106,18 +116,25 @@ def _error(message: str, code: int) -> int:
 
 
 def _list(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    import reward_plugins
+    from reward_plugins.registry import broken_plugins, registrations
 
-    try:
-        reward_plugins.load_plugins()
-    except ImportError as error:
-        return _error(str(error), 1)
-    sources = reward_plugins.registered()
-    width = max(map(len, sources), default=0)
-    print(f"{'data source':{width}}  scorers")
-    for source, names in sources.items():
-        print(f"{source:{width}}  {', '.join(names)}")
+    for registration in registrations():
+        print(registration.name)
+        print(f"  data sources: {', '.join(registration.data_sources)}")
+        print(f"  options: {_describe_options(registration.options) or '(none)'}")
+        ground_truth = "tuple of gold strings" if registration.ground_truth == "golds" else "raw"
+        print(f"  ground truth: {ground_truth}{' (async)' if registration.is_async else ''}")
+        print(f"  from: {registration.origin} ({registration.qualified_name})")
+    for broken in broken_plugins():
+        print(f"broken plugin: {broken.describe()}")
     return 0
+
+
+def _describe_options(options: Mapping[str, OptionSpec]) -> str:
+    return ", ".join(
+        f"{name} (required, {spec.expected})" if spec.required else f"{name}={spec.default!r}"
+        for name, spec in options.items()
+    )
 
 
 def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

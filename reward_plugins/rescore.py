@@ -28,9 +28,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from reward_plugins.errors import InvalidGroundTruth, UnknownDataSource
+from reward_plugins.errors import (
+    InvalidGroundTruth,
+    RewardPluginsError,
+    UnknownDataSource,
+    UnknownScorer,
+)
 from reward_plugins.metrics.aggregate import bootstrap_mean
-from reward_plugins.registry import load_plugins, lookup, registered
+from reward_plugins.registry import lookup, registrations_named
 from reward_plugins.router import VERL_CALL_KEYWORDS, check_options, route
 
 RESPONSE_COLUMNS: tuple[str, ...] = ("output", "response", "responses", "solution_str")
@@ -341,15 +346,9 @@ def _check_truth_and_source(truth: Any, source: Any, truth_column: str) -> RowFa
 def check_scorer_and_options(scorer: str, options: Mapping[str, Any]) -> None:
     """Fail early on a scorer registered nowhere or an option none of its registrations takes."""
     try:
-        load_plugins()
-    except ImportError as error:
+        registrations = registrations_named(scorer)
+    except UnknownScorer as error:
         raise RescoreError(str(error)) from error
-    registrations = [
-        lookup(source, scorer) for source, names in registered().items() if scorer in names
-    ]
-    if not registrations:
-        names = sorted({name for names in registered().values() for name in names})
-        raise RescoreError(f"unknown scorer {scorer!r}; registered scorers: {', '.join(names)}")
     accepted = frozenset().union(*(r.options for r in registrations))
     unknown = sorted(options.keys() - accepted - VERL_CALL_KEYWORDS)
     if unknown:
@@ -360,18 +359,18 @@ def check_scorer_and_options(scorer: str, options: Mapping[str, Any]) -> None:
 
 
 def _check_options_per_source(scorer: str, options: Mapping[str, Any], sources: set[str]) -> None:
-    """Validate ``options`` against each data source's scorer, with one probe call per source, so
-    that a bad option name or value stops the job before any row is scored."""
+    """Check ``options`` against each data source's scorer (from the declared option types, no
+    scoring), so that a bad option name or value stops the job before any row is scored."""
     if not options:
         return
     for source in sorted(sources):
         try:
             lookup(source, scorer)
-        except UnknownDataSource:
+        except LookupError:
             continue  # reported for each of its rows
         try:
             check_options(scorer, source, options)
-        except (TypeError, ValueError) as error:
+        except RewardPluginsError as error:
             raise RescoreError(f"--set: {error}") from error
 
 
@@ -391,6 +390,8 @@ def score_one(
         return RowFailure("invalid ground truth", f"invalid ground truth: {error}")
     except UnknownDataSource as error:
         return RowFailure("unknown data source", f"unknown data source: {error}")
+    except UnknownScorer as error:
+        return RowFailure("unknown scorer", f"unknown scorer: {error}")
     except Exception as error:
         return RowFailure("scorer error", f"scorer error: {type(error).__name__}: {error}")
 

@@ -135,11 +135,7 @@ def test_composed_reward_keys(name: str) -> None:
     function = config.reward.custom_reward_function
     assert function.path == "pkg://reward_plugins"
     assert function.name == "compute_score"
-    assert dict(function.reward_kwargs) == {
-        "format_score": 0.0,
-        "score": 1.0,
-        **VERL_DEFAULT_OPTIONS,
-    }
+    assert dict(function.reward_kwargs) == {"score": 1.0}
     assert config.reward.reward_manager.name == "naive"
     assert config.data.reward_fn_key == "data_source"
     assert (
@@ -154,7 +150,7 @@ def test_composed_reward_keys(name: str) -> None:
 @pytest.mark.parametrize("name", NEW_STYLE_CONFIGS)
 @pytest.mark.parametrize("format_score", [0.0, 0.25])
 def test_shipped_config_scores_like_verl(tokenizer: Any, name: str, format_score: float) -> None:
-    overrides = [f"reward.custom_reward_function.reward_kwargs.format_score={format_score}"]
+    overrides = [f"+reward.custom_reward_function.reward_kwargs.format_score={format_score}"]
     rewards = rewards_from_reward_loop(tokenizer, compose(name, overrides))
     assert rewards == [verl_reference_reward(s, format_score=format_score) for s in MIXED_SAMPLES]
     assert rewards == [hand_reward(s, format_score=format_score) for s in MIXED_SAMPLES]
@@ -164,7 +160,7 @@ def test_legacy_config_after_verl_08_migration(tokenizer: Any) -> None:
     """verl 0.7.1 - 0.8.x copy the top-level keys over at start-up, then load as usual."""
     config = compose(
         LEGACY_CONFIG,
-        [LEGACY_PATH_OVERRIDE, "custom_reward_function.reward_kwargs.format_score=0.1"],
+        [LEGACY_PATH_OVERRIDE, "+custom_reward_function.reward_kwargs.format_score=0.1"],
     )
     config = migrate_legacy_reward_impl(config)
     rewards = rewards_from_reward_loop(tokenizer, config)
@@ -176,7 +172,7 @@ def test_verl_09_ignores_the_legacy_keys(tokenizer: Any) -> None:
     runs and ``format_score=0.1`` from the config is lost (wrong answers get 0, not 0.1)."""
     config = compose(
         LEGACY_CONFIG,
-        [LEGACY_PATH_OVERRIDE, "custom_reward_function.reward_kwargs.format_score=0.1"],
+        [LEGACY_PATH_OVERRIDE, "+custom_reward_function.reward_kwargs.format_score=0.1"],
     )
     assert get_custom_reward_fn(config) is None
     rewards = rewards_from_reward_loop(tokenizer, config)
@@ -188,12 +184,10 @@ def test_verl_09_ignores_the_legacy_keys(tokenizer: Any) -> None:
 
 
 def test_listed_options_take_no_prefix() -> None:
-    config = compose(
-        "search_r1_grpo", ["reward.custom_reward_function.reward_kwargs.format_score=0.1"]
-    )
-    assert config.reward.custom_reward_function.reward_kwargs.format_score == 0.1
+    config = compose("search_r1_grpo", ["reward.custom_reward_function.reward_kwargs.score=2.0"])
+    assert config.reward.custom_reward_function.reward_kwargs.score == 2.0
     with pytest.raises(Exception, match="Could not append to config"):
-        compose("search_r1_grpo", ["+reward.custom_reward_function.reward_kwargs.format_score=0.1"])
+        compose("search_r1_grpo", ["+reward.custom_reward_function.reward_kwargs.score=2.0"])
 
 
 def test_unlisted_options_need_plus() -> None:
@@ -216,8 +210,60 @@ def test_misspelled_option_fails_on_the_first_reward(tokenizer: Any) -> None:
     config = compose(
         "search_r1_grpo", ["+reward.custom_reward_function.reward_kwargs.fromat_score=1"]
     )
-    with pytest.raises(TypeError, match="fromat_score"):
+    with pytest.raises(reward_plugins.InvalidOption, match="fromat_score"):
         rewards_from_reward_loop(tokenizer, config)
+
+
+# --- any shipped scorer under any shipped config -----------------------------------------------
+
+SWITCHABLE_SCORERS = tuple(
+    name
+    for name in reward_plugins.registry.scorer_names()
+    if all(
+        not spec.required
+        for registration in reward_plugins.registry.registrations_named(name)
+        for spec in registration.options.values()
+    )
+)
+"""Every shipped scorer without a required option (``compute_score_metric`` needs ``metric``)."""
+
+
+def test_the_switchable_scorers_are_the_shipped_ones() -> None:
+    assert set(SWITCHABLE_SCORERS) >= {
+        "compute_score",
+        "compute_score_subem",
+        "compute_score_f1",
+        "compute_score_format",
+    }
+    assert "compute_score_metric" not in SWITCHABLE_SCORERS
+
+
+@pytest.mark.parametrize("scorer", SWITCHABLE_SCORERS)
+@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
+def test_every_config_scores_with_every_scorer(tokenizer: Any, name: str, scorer: str) -> None:
+    """``name`` switched in any shipped config: verl's loader builds the manager, and each
+    sample's reward is what the scorer's router gives with the config's options."""
+    if name == LEGACY_CONFIG:
+        config = migrate_legacy_reward_impl(
+            compose(name, [LEGACY_PATH_OVERRIDE, f"custom_reward_function.name={scorer}"])
+        )
+    else:
+        config = compose(name, [f"reward.custom_reward_function.name={scorer}"])
+    function = config.reward.custom_reward_function
+    assert function.name == scorer
+    options = dict(function.reward_kwargs)
+    options.pop("return_dict", None)
+    router = getattr(reward_plugins, scorer)
+    expected = [
+        router(s.data_source, s.response, {"target": s.golds}, **options)["score"]
+        for s in MIXED_SAMPLES
+    ]
+    assert rewards_from_reward_loop(tokenizer, config) == expected
+    if scorer in REFERENCE_SCORERS:
+        assert expected == [
+            float(REFERENCE_SCORERS[scorer](s.response, {"target": s.golds}))
+            for s in MIXED_SAMPLES
+        ]
 
 
 # --- the documented command lines ------------------------------------------------------------

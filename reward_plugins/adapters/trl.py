@@ -17,14 +17,15 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from reward_plugins.errors import InvalidGroundTruth, UnknownDataSource
-from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES
+from reward_plugins.errors import (
+    InvalidGroundTruth,
+    RewardPluginsError,
+    UnknownDataSource,
+    UnknownScorer,
+)
 from reward_plugins.router import check_options, route
 
 __all__ = ["RewardFunction", "make_reward_func"]
-
-OPTION_CHECK_SOURCE = SEARCH_R1_DATA_SOURCES[0]
-"""Data source whose scorer checks the options when the factory is given no ``data_source``."""
 
 TRL_KEYWORDS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
 """Keywords TRL adds to the dataset columns; never reported as columns."""
@@ -75,7 +76,8 @@ class RewardFunction:
             ValueError: no ground-truth column, or a column whose length is not the number of
                 completions, or a row without a data source or without an assistant message.
             TypeError: a completion that is neither a string nor a message list.
-            InvalidGroundTruth, UnknownDataSource: as the router raises them, naming the row.
+            InvalidGroundTruth, UnknownDataSource, UnknownScorer: as the router raises them,
+                naming the row.
         """
         count = len(completions)
         ground_truths = _ground_truths(columns, count)
@@ -95,7 +97,7 @@ class RewardFunction:
                 results.append(
                     route(self.scorer, source, text, ground_truths[row], self.options, True)
                 )
-            except (InvalidGroundTruth, UnknownDataSource) as error:
+            except (InvalidGroundTruth, UnknownDataSource, UnknownScorer) as error:
                 raise type(error)(f"{self.__name__}: row {row}: {error}") from error
         log_metric = columns.get("log_metric")
         if callable(log_metric) and results:
@@ -118,7 +120,8 @@ def make_reward_func(
 
     Args:
         scorer: a registered scorer name (``compute_score``, ``compute_score_subem``,
-            ``compute_score_f1``, or a plugin's).
+            ``compute_score_f1``, ``compute_score_format``, ``compute_score_metric``, or a
+            plugin's; ``reward-plugins list`` shows them).
         data_source: the data source of rows that have no ``data_source`` column.
         **options: the scorer's keyword options (``format_score``, ``score``,
             ``max_answer_tags``, ...).
@@ -127,26 +130,22 @@ def make_reward_func(
         A picklable :class:`RewardFunction` named ``reward_plugins_<scorer>``.
 
     Raises:
-        TypeError: an option the scorer does not accept; the message lists the valid ones. With
-            ``data_source=None`` the options are checked against the scorer registered for the
-            Search-R1 data sources (``searchR1_nq``), and the message says so.
-        ValueError: an option value the scorer rejects (checked by scoring one empty response).
-        UnknownDataSource: ``data_source`` or ``scorer`` is not registered.
+        UnknownScorer: no scorer of that name is registered (for ``data_source``, if given).
+        UnknownDataSource: ``data_source`` is not registered.
+        InvalidOption: an option the scorer does not accept (the message lists the valid ones)
+            or a value it refuses. Without ``data_source`` the options are checked against
+            every registration of ``scorer``.
 
     Example:
         >>> reward = make_reward_func(data_source="searchR1_nq")
         >>> reward(prompts=["Q?"], completions=["<answer>Paris</answer>"], ground_truth=["Paris"])
         [1.0]
     """
-    check_source = OPTION_CHECK_SOURCE if data_source is None else data_source
-    where = f"data_source={check_source!r}"
-    if data_source is None:
-        where += " (no data_source was given, so the options were checked against the scorer "
-        where += "registered for the Search-R1 data sources)"
     try:
-        check_options(scorer, check_source, options)
-    except (LookupError, TypeError, ValueError) as error:
-        raise type(error)(f"make_reward_func: scorer {scorer!r}, {where}: {error}") from error
+        check_options(scorer, data_source, options)
+    except RewardPluginsError as error:
+        where = "" if data_source is None else f", data_source={data_source!r}"
+        raise type(error)(f"make_reward_func: scorer {scorer!r}{where}: {error}") from error
     return RewardFunction(scorer, data_source, options)
 
 

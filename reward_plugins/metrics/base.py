@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Mapping
 from typing import ClassVar
 
+from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.text import get_normalizer, get_tokenizer
 from reward_plugins.text.normalize import Normalizer
 from reward_plugins.text.tokenize import Tokenizer
@@ -43,15 +44,17 @@ def coerce_targets(targets: Targets, metric: str) -> tuple[str, ...]:
     if isinstance(targets, str):
         return (targets,)
     if isinstance(targets, (bytes, Mapping)) or not isinstance(targets, Iterable):
-        raise TypeError(
+        raise InvalidInput(
             f"{metric}: targets must be a str or a list of str, got {type(targets).__name__}"
         )
     golds = tuple(targets)
     if not golds:
-        raise ValueError(f"{metric}: targets is empty; give at least one target string")
+        raise InvalidInput(f"{metric}: targets is empty; give at least one target string")
     for index, gold in enumerate(golds):
         if not isinstance(gold, str):
-            raise TypeError(f"{metric}: targets[{index}] must be a str, got {type(gold).__name__}")
+            raise InvalidInput(
+                f"{metric}: targets[{index}] must be a str, got {type(gold).__name__}"
+            )
     return golds
 
 
@@ -62,7 +65,9 @@ def check_prediction(prediction: object, metric: str) -> str:
         TypeError: it is not (the message names the metric and the type).
     """
     if not isinstance(prediction, str):
-        raise TypeError(f"{metric}: prediction must be a str, got {type(prediction).__name__}")
+        raise InvalidInput(
+            f"{metric}: prediction must be a str, got {type(prediction).__name__}"
+        )
     return prediction
 
 
@@ -73,8 +78,21 @@ def check_choice(value: object, valid: Collection[str], option: str, metric: str
         ValueError: it is not; the message lists the valid values.
     """
     if not isinstance(value, str) or value not in valid:
-        raise ValueError(
+        raise InvalidOption(
             f"{metric}: unknown {option} {value!r}; valid values: {', '.join(sorted(valid))}"
+        )
+    return value
+
+
+def check_flag(value: object, option: str, metric: str) -> bool:
+    """Return ``value`` if it is a real ``bool``.
+
+    Raises:
+        InvalidOption: it is not (a YAML ``"false"`` is a string).
+    """
+    if type(value) is not bool:
+        raise InvalidOption(
+            f"{metric}: option {option!r} must be a bool, got {type(value).__name__}: {value!r}"
         )
     return value
 
@@ -84,7 +102,7 @@ def resolve_normalizer(name: str, metric: str) -> Normalizer:
     try:
         return get_normalizer(name)
     except ValueError as error:
-        raise ValueError(f"{metric}: {error}") from None
+        raise InvalidOption(f"{metric}: {error}") from None
 
 
 def resolve_tokenizer(name: str, metric: str) -> Tokenizer:
@@ -92,7 +110,7 @@ def resolve_tokenizer(name: str, metric: str) -> Tokenizer:
     try:
         return get_tokenizer(name)
     except ValueError as error:
-        raise ValueError(f"{metric}: {error}") from None
+        raise InvalidOption(f"{metric}: {error}") from None
 
 
 def reject_with_compat(metric: str, compat: str, **given: object) -> None:
@@ -103,7 +121,7 @@ def reject_with_compat(metric: str, compat: str, **given: object) -> None:
     """
     fixed = sorted(name for name, value in given.items() if value is not None)
     if fixed:
-        raise ValueError(
+        raise InvalidOption(
             f"{metric}: compat={compat!r} fixes {', '.join(fixed)}; do not pass "
             f"{'it' if len(fixed) == 1 else 'them'}"
         )
@@ -117,7 +135,7 @@ def reject_without_compat(metric: str, **given: object) -> None:
     """
     for name, value in given.items():
         if value is not None:
-            raise ValueError(f"{metric}: option {name!r} needs a compat preset")
+            raise InvalidOption(f"{metric}: option {name!r} needs a compat preset")
 
 
 def f_measure(precision: float, recall: float) -> float:
@@ -150,8 +168,8 @@ class Metric(ABC):
         """Score ``prediction`` against ``targets`` (a string, or a non-empty list: best of them).
 
         Raises:
-            TypeError: ``prediction`` is not a str, or ``targets`` is not a str or list of str.
-            ValueError: ``targets`` is an empty list.
+            InvalidInput: ``prediction`` is not a str, or ``targets`` is not a str or a non-empty
+                list of str.
         """
         check_prediction(prediction, self.name)
         return self._score(prediction, coerce_targets(targets, self.name))

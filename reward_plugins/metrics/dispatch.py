@@ -9,6 +9,7 @@ import inspect
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.base import Metric, Targets
 from reward_plugins.metrics.bleu import Bleu4
 from reward_plugins.metrics.qa import Accuracy, ExactMatch, SubEM, TokenF1
@@ -46,7 +47,7 @@ def _metric_class(metric_name: str) -> type[Metric]:
     try:
         return _METRICS[metric_name]
     except (KeyError, TypeError):
-        raise ValueError(
+        raise InvalidOption(
             f"unknown metric {metric_name!r}; valid names: {', '.join(sorted(_METRICS))}"
         ) from None
 
@@ -66,7 +67,7 @@ def get_metric(metric_name: str, **options: object) -> Metric:
     valid = metric_options(metric_name)
     unknown = sorted(set(options) - set(valid))
     if unknown:
-        raise TypeError(
+        raise InvalidOption(
             f"{metric_name}: unknown option(s) {', '.join(unknown)}; valid options: "
             f"{', '.join(valid) if valid else '(none)'}"
         )

@@ -16,26 +16,211 @@ normalization, whitespace tokens, and F1 = 0 when no token is shared, even when 
 are empty (EM is then 1).
 
 References:
-    Rajpurkar et al. 2016, SQuAD, and its ``evaluate-v1.1.py`` (restated in
-    ``metric-conventions.md`` section 1); Search-R1 ``qa_em.py`` for SubEM.
+    Rajpurkar et al. 2016, SQuAD, and its official ``evaluate-v1.1.py``; Search-R1
+    (github.com/PeterGriffinJin/Search-R1, ``verl/utils/reward_score/qa_em.py``) for SubEM.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import NamedTuple
 
+from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.metrics.base import (
     DEFAULT_NORMALIZER,
     Metric,
     Targets,
     TokenPairMetric,
     check_choice,
+    check_flag,
     f_measure,
     reject_with_compat,
     resolve_normalizer,
 )
+from reward_plugins.text import get_normalizer, normalize_squad
 
 SQUAD = "squad"
+
+
+# ------------------------------------------------------------------- the QA comparison core
+# EM, SubEM and token F1 against a set of golds, and the answer guards. Both the metrics below
+# and the Search-R1 scorers compare through these functions.
+
+
+class GoldIndex:
+    """Golds under one normalizer; what whole-token SubEM and token F1 need is built on first use.
+
+    Built once per ground truth and normalizer, and shared by the rows of a GRPO group.
+    """
+
+    __slots__ = ("_padded", "_token_counts", "_vocabulary", "strings")
+
+    def __init__(self, strings: tuple[str, ...]) -> None:
+        self.strings = strings
+        self._padded: tuple[str, ...] | None = None
+        self._vocabulary: frozenset[str] | None = None
+        self._token_counts: tuple[tuple[dict[str, int], int], ...] | None = None
+
+    @property
+    def padded(self) -> tuple[str, ...]:
+        """Each gold between spaces, for whole-token SubEM."""
+        if self._padded is None:
+            self._padded = tuple(f" {gold} " for gold in self.strings)
+        return self._padded
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        """Every token of every gold."""
+        if self._vocabulary is None:
+            self._vocabulary = frozenset(" ".join(self.strings).split())
+        return self._vocabulary
+
+    @property
+    def token_counts(self) -> tuple[tuple[dict[str, int], int], ...]:
+        """Each gold's token multiset and its number of tokens."""
+        if self._token_counts is None:
+            self._token_counts = tuple(
+                (_count_tokens(tokens), len(tokens))
+                for tokens in (gold.split() for gold in self.strings)
+            )
+        return self._token_counts
+
+
+def _count_tokens(tokens: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for token in tokens:  # cheaper than Counter for a few tokens
+        counts[token] = counts.get(token, 0) + 1
+    return counts
+
+
+_GOLD_CACHE_SIZE = 4096
+_gold_caches: dict[tuple[str, bool], dict[tuple[str, ...], GoldIndex]] = {}
+
+
+def gold_index(
+    golds: tuple[str, ...], normalizer: str = SQUAD, reject_empty_gold: bool = False
+) -> GoldIndex:
+    """The golds, normalized once per ground truth (a GRPO group shares one).
+
+    Plain dicts emptied when full: cheaper per call than ``functools.lru_cache``.
+
+    Raises:
+        InvalidGroundTruth: ``reject_empty_gold`` and every gold normalizes to ``""``.
+        InvalidOption: unknown ``normalizer``.
+    """
+    cache = _gold_caches.get((normalizer, reject_empty_gold))
+    if cache is None:
+        get_normalizer(normalizer)  # validate the name before creating a cache for it
+        cache = _gold_caches[(normalizer, reject_empty_gold)] = {}
+    index = cache.get(golds)
+    if index is None:
+        normalize = get_normalizer(normalizer)
+        strings = tuple(normalize(gold) for gold in golds)
+        if reject_empty_gold:
+            strings = tuple(gold for gold in strings if gold)
+            if not strings:
+                raise InvalidGroundTruth(
+                    f"every gold answer normalizes to the empty string under normalizer "
+                    f"{normalizer!r} (reject_empty_gold=True), golds: {golds!r:.200}"
+                )
+        index = GoldIndex(strings)
+        if len(cache) >= _GOLD_CACHE_SIZE:
+            cache.clear()
+        cache[golds] = index
+    return index
+
+
+def subem_match(normalized: str, golds: GoldIndex, word_boundary: bool = False) -> bool:
+    """A normalized gold occurs in the normalized prediction (as whole tokens with
+    ``word_boundary``: normalized text has single spaces between tokens)."""
+    if word_boundary:
+        normalized = f" {normalized} "
+        candidates = golds.padded
+    else:
+        candidates = golds.strings
+    for gold in candidates:  # noqa: SIM110 (a loop is cheaper than any() over a generator)
+        if gold in normalized:
+            return True
+    return False
+
+
+def best_token_f1(prediction: str, golds: GoldIndex) -> float:
+    """Best SQuAD v1.1 token F1 of a normalized prediction over the normalized golds.
+
+    0.0 when no gold shares a token with it (so an empty prediction scores 0.0, as in SQuAD v1.1).
+    """
+    prediction_tokens = prediction.split()
+    if golds.vocabulary.isdisjoint(prediction_tokens):
+        return 0.0
+    if prediction in golds.strings:
+        return 1.0
+    prediction_counts = _count_tokens(prediction_tokens)
+    best = 0.0
+    for gold_counts, gold_length in golds.token_counts:
+        same = 0
+        for token, count in prediction_counts.items():
+            gold_count = gold_counts.get(token)
+            if gold_count:
+                same += count if count < gold_count else gold_count
+        if same:
+            best = max(best, f_measure(1.0 * same / len(prediction_tokens), same / gold_length))
+    return best
+
+
+class Comparison(NamedTuple):
+    """How one extracted answer compares with the golds (all False/0.0 without an answer)."""
+
+    em: bool
+    subem: bool
+    f1: float
+    too_long: bool
+    """More words than ``max_answer_words``: no match may be paid."""
+
+
+NO_ANSWER = Comparison(False, False, 0.0, False)
+
+# NamedTuple(...) goes through a Python-level __new__; tuple.__new__ gives the same object at
+# half the cost, on the hot path.
+_build = tuple.__new__
+
+
+def compare(
+    answer: str | None,
+    golds: tuple[str, ...],
+    normalizer: str = SQUAD,
+    subem_word_boundary: bool = False,
+    max_answer_words: int | None = None,
+    reject_empty_gold: bool = False,
+    with_f1: bool = True,
+) -> Comparison:
+    """Compare an extracted answer with the golds under the four answer guards.
+
+    The guards (each off by default): ``normalizer`` (``squad``, or ``unicode`` for non-ASCII
+    punctuation and width variants), ``subem_word_boundary`` (SubEM on whole tokens),
+    ``max_answer_words`` (a longer answer is ``too_long``: no match may be paid) and
+    ``reject_empty_gold`` (golds that normalize to ``""`` are dropped; none left is an error).
+    ``with_f1=False`` leaves ``f1`` at 0.0, for callers that need only EM or SubEM.
+
+    Raises:
+        InvalidGroundTruth: ``reject_empty_gold`` and no gold is left.
+        InvalidOption: unknown ``normalizer``.
+    """
+    index = gold_index(golds, normalizer, reject_empty_gold)
+    if answer is None:
+        return NO_ANSWER
+    normalized = (
+        normalize_squad(answer) if normalizer == SQUAD else get_normalizer(normalizer)(answer)
+    )
+    em = normalized in index.strings
+    return _build(
+        Comparison,
+        (
+            em,
+            em or subem_match(normalized, index, subem_word_boundary),
+            best_token_f1(normalized, index) if with_f1 else 0.0,
+            max_answer_words is not None and len(answer.split()) > max_answer_words,
+        ),
+    )
 
 
 class ExactMatch(Metric):
@@ -73,6 +258,8 @@ class ExactMatch(Metric):
         return f"{self.name}{compat}|norm:{self.normalizer}"
 
     def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
+        if self.normalizer == SQUAD:
+            return 1.0 if normalize_squad(prediction) in gold_index(targets).strings else 0.0
         normalized = self._normalize(prediction).strip()
         return float(any(self._normalize(target).strip() == normalized for target in targets))
 
@@ -82,6 +269,7 @@ class SubEM(Metric):
 
     Args:
         normalizer: normalizer name, ``squad`` by default (Search-R1's ``subem_check``).
+        word_boundary: match whole tokens only ("Paris" does not match "parisian").
 
     Example:
         >>> SubEM()("It is Paris, France.", ["paris"])
@@ -93,17 +281,19 @@ class SubEM(Metric):
 
     name = "subem"
 
-    def __init__(self, *, normalizer: str | None = None) -> None:
+    def __init__(self, *, normalizer: str | None = None, word_boundary: bool = False) -> None:
         self.normalizer = normalizer if normalizer is not None else SQUAD
         self._normalize = resolve_normalizer(self.normalizer, self.name)
+        self.word_boundary = check_flag(word_boundary, "word_boundary", self.name)
 
     @property
     def signature(self) -> str:
-        return f"{self.name}|norm:{self.normalizer}"
+        boundary = "|words:whole" if self.word_boundary else ""
+        return f"{self.name}|norm:{self.normalizer}{boundary}"
 
     def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
-        normalized = self._normalize(prediction)
-        return float(any(self._normalize(target) in normalized for target in targets))
+        index = gold_index(targets, self.normalizer)
+        return float(subem_match(self._normalize(prediction), index, self.word_boundary))
 
 
 def token_f1(prediction_tokens: list[str], target_tokens: list[str]) -> float:
@@ -158,6 +348,11 @@ class TokenF1(TokenPairMetric):
 
     pair_score = staticmethod(token_f1)
 
+    def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
+        if self.compat == SQUAD:
+            return best_token_f1(normalize_squad(prediction), gold_index(targets))
+        return super()._score(prediction, targets)
+
 
 class Accuracy(Metric):
     """Label accuracy: equality with any target up to case folding and surrounding whitespace.
@@ -196,7 +391,13 @@ def exact_match(
     return ExactMatch(normalizer=normalizer, compat=compat)(prediction, targets)
 
 
-def subem(prediction: str, targets: Targets, *, normalizer: str | None = None) -> float:
+def subem(
+    prediction: str,
+    targets: Targets,
+    *,
+    normalizer: str | None = None,
+    word_boundary: bool = False,
+) -> float:
     """1.0 when a normalized target is a substring of the normalized prediction.
 
     See :class:`SubEM` for the options.
@@ -205,7 +406,7 @@ def subem(prediction: str, targets: Targets, *, normalizer: str | None = None) -
         >>> subem("the capital is Paris", ["Paris", "Lyon"])
         1.0
     """
-    return SubEM(normalizer=normalizer)(prediction, targets)
+    return SubEM(normalizer=normalizer, word_boundary=word_boundary)(prediction, targets)
 
 
 def f1(

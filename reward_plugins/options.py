@@ -1,0 +1,202 @@
+"""Scorer options: read once from a function's keyword-only parameters, checked by their types.
+
+A scorer declares its options as keyword-only parameters with defaults and type annotations;
+:func:`option_specs` turns them into :class:`OptionSpec` objects, and :func:`check_options`
+checks a caller's values against them. The checks follow the declared types:
+
+- ``bool``: a real ``bool`` (YAML's ``"false"`` is a string and is refused);
+- ``int``: an ``int`` that is not a ``bool``;
+- ``float``: an ``int`` or ``float``, finite (NaN and infinities are refused);
+- ``str``, ``Literal[...]``, ``X | None``, ``tuple[str, ...]`` / ``Sequence[str]``,
+  ``Mapping[str, ...]``;
+- ``Annotated[T, Range(low, high)]``: ``T``, within ``[low, high]``. :data:`Score`,
+  :data:`Factor`, :data:`PositiveInt` and :data:`NonNegativeInt` are the common ones.
+
+A parameter without an annotation is checked against the type of its default (``bool``,
+``int``, ``float`` or ``str``), or not at all. Scorers may add cross-option checks of their own
+(``validate=`` in :func:`reward_plugins.scorer`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union
+
+from reward_plugins.errors import InvalidOption
+
+SCORE_LIMIT = 1e6
+"""Every score option (a reward paid on some branch) lies within ``[-SCORE_LIMIT, SCORE_LIMIT]``."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """Inclusive bounds of a numeric option; ``None`` leaves a side open."""
+
+    low: float | None = None
+    high: float | None = None
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"in [{self.low:g}, {self.high:g}]"
+        if self.low is not None:
+            return f">= {self.low:g}"
+        return f"<= {self.high:g}"
+
+    def __contains__(self, value: float) -> bool:
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+
+Score = Annotated[float, Range(-SCORE_LIMIT, SCORE_LIMIT)]
+"""A reward paid on some branch: a finite number within ``[-1e6, 1e6]``."""
+Factor = Annotated[float, Range(0.0, 1.0)]
+"""A multiplier of a reward: a finite number within ``[0, 1]``."""
+PositiveInt = Annotated[int, Range(1, None)]
+NonNegativeInt = Annotated[int, Range(0, None)]
+
+REQUIRED: Any = inspect.Parameter.empty
+"""The default of an option that has none: the caller must give it."""
+
+Check = Callable[[Any], bool]
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option: its name, default (:data:`REQUIRED` if none), expected type and its check."""
+
+    name: str
+    default: Any
+    expected: str
+    """What the option takes, in words ("a number in [0, 1]")."""
+    accepts: Check
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+def option_specs(
+    function: Callable[..., Any], skip: frozenset[str] = frozenset()
+) -> dict[str, OptionSpec]:
+    """The options of ``function``: its keyword-only parameters, except the names in ``skip``.
+
+    Raises:
+        TypeError: an annotation this module cannot check, or one that does not resolve.
+    """
+    signature = inspect.signature(function, eval_str=True)
+    specs = {}
+    for parameter in signature.parameters.values():
+        if parameter.kind is not inspect.Parameter.KEYWORD_ONLY or parameter.name in skip:
+            continue
+        annotation = parameter.annotation
+        if annotation is inspect.Parameter.empty:
+            annotation = _type_of_default(parameter.default)
+        expected, accepts = _checker(annotation)
+        specs[parameter.name] = OptionSpec(parameter.name, parameter.default, expected, accepts)
+    return specs
+
+
+def _type_of_default(default: Any) -> Any:
+    return type(default) if type(default) in (bool, int, float, str) else Any
+
+
+def _checker(annotation: Any) -> tuple[str, Check]:
+    """``(description, predicate)`` for a type annotation."""
+    origin = typing.get_origin(annotation)
+    arguments = typing.get_args(annotation)
+    if annotation is Any or annotation is object:
+        return "any value", lambda value: True
+    if origin is Annotated:
+        base_expected, base_accepts = _checker(arguments[0])
+        bounds = next((a for a in arguments[1:] if isinstance(a, Range)), None)
+        if bounds is None:
+            return base_expected, base_accepts
+        return (
+            f"{base_expected} {bounds.describe()}",
+            lambda value: base_accepts(value) and value in bounds,
+        )
+    if origin is Union or origin is types.UnionType:
+        members = [_checker(argument) for argument in arguments]
+        return (
+            " or ".join(expected for expected, _ in members),
+            lambda value: any(accepts(value) for _, accepts in members),
+        )
+    if origin is Literal:
+        choices = arguments
+        return (
+            f"one of {', '.join(map(repr, choices))}",
+            lambda value: any(type(value) is type(c) and value == c for c in choices),
+        )
+    if annotation is type(None):
+        return "None", lambda value: value is None
+    if annotation is bool:
+        return "a bool", lambda value: type(value) is bool
+    if annotation is int:
+        return "an int", lambda value: isinstance(value, int) and not isinstance(value, bool)
+    if annotation is float:
+        return "a finite number", _is_finite_number
+    if annotation is str:
+        return "a str", lambda value: isinstance(value, str)
+    if origin in (tuple, list, Sequence) or annotation in (tuple, list):
+        item_expected, item_accepts = _checker(arguments[0] if arguments else Any)
+        return (
+            f"a list of {item_expected.removeprefix('a ').removeprefix('an ')}",
+            lambda value: (
+                isinstance(value, Sequence)
+                and not isinstance(value, (str, bytes))
+                and all(item_accepts(item) for item in value)
+            ),
+        )
+    if origin in (dict, Mapping) or annotation in (dict, Mapping):
+        return "a mapping", lambda value: isinstance(value, Mapping)
+    raise TypeError(f"option annotation {annotation!r} is not one reward_plugins can check")
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_options(owner: str, specs: Mapping[str, OptionSpec], options: Mapping[str, Any]) -> None:
+    """Check ``options`` against ``specs``; ``owner`` names the scorer in the message.
+
+    Raises:
+        InvalidOption: an unknown option (the message lists the valid ones), a required option
+            missing, or a value its type refuses (the message names the expected type, the
+            received type and the value).
+    """
+    unknown = options.keys() - specs.keys()
+    if unknown:
+        raise InvalidOption(
+            f"{owner}: unknown option(s) {', '.join(map(repr, sorted(unknown)))}; "
+            f"valid options: {', '.join(sorted(specs)) or '(none)'}"
+        )
+    missing = [spec.name for spec in specs.values() if spec.required and spec.name not in options]
+    if missing:
+        raise InvalidOption(f"{owner}: missing required option(s) {', '.join(map(repr, missing))}")
+    for name, value in options.items():
+        spec = specs[name]
+        if not spec.accepts(value):
+            raise InvalidOption(
+                f"{owner}: option {name!r} must be {spec.expected}, "
+                f"got {type(value).__name__}: {value!r:.80}"
+            )
+
+
+def freeze(value: Any) -> Any:
+    """A hashable equivalent of an option value (lists and mappings become tuples).
+
+    Raises:
+        TypeError: a value that stays unhashable.
+    """
+    if isinstance(value, Mapping):
+        return ("__mapping__", tuple(sorted((k, freeze(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)) or (
+        isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+    ):
+        return ("__sequence__", tuple(freeze(item) for item in value))
+    hash(value)
+    return (type(value), value)  # 1, 1.0 and True are different options
