@@ -13,6 +13,11 @@
  *
  * The Python functions are the reference; tests compare the two on generated inputs. Each
  * function reads the text once, so its time is linear in the text's length.
+ *
+ * The C code reads the characters of exact str objects only, and takes the flag only as a bool.
+ * Any other argument (a str subclass, whose methods such as lower(), rfind() or __getitem__ the
+ * reference calls and a subclass may override; a non-str; a flag that is not a bool) is passed
+ * to the Python reference, so that the result, or the exception, is the reference's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,6 +27,26 @@ static int
 is_ascii_punctuation(Py_UCS4 c)
 {
     return c < 128 && c > ' ' && c != 127 && !Py_UNICODE_ISALNUM(c);
+}
+
+/* reward_plugins.<module_name>.<function_name>(*args): the Python reference, for the arguments
+ * that the C code does not read itself. */
+static PyObject *
+call_reference(const char *module_name, const char *function_name, PyObject *const *args,
+               Py_ssize_t nargs)
+{
+    PyObject *module = PyImport_ImportModule(module_name);
+    if (module == NULL) {
+        return NULL;
+    }
+    PyObject *function = PyObject_GetAttrString(module, function_name);
+    Py_DECREF(module);
+    if (function == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyObject_Vectorcall(function, args, (size_t)nargs, NULL);
+    Py_DECREF(function);
+    return result;
 }
 
 /* \w of the `re` module on a str pattern. */
@@ -71,15 +96,10 @@ scan_tags(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *text = args[0], *tag = args[1];
-    if (!PyUnicode_Check(text) || !PyUnicode_Check(tag)) {
-        PyErr_Format(PyExc_TypeError, "scan_tags() needs str text and tag, got %.100s and %.100s",
-                     Py_TYPE(text)->tp_name, Py_TYPE(tag)->tp_name);
-        return NULL;
+    if (!PyUnicode_CheckExact(text) || !PyUnicode_CheckExact(tag) || !PyBool_Check(args[2])) {
+        return call_reference("reward_plugins.extract", "scan_tags_python", args, nargs);
     }
-    const int first = PyObject_IsTrue(args[2]);
-    if (first < 0) {
-        return NULL;
-    }
+    const int first = args[2] == Py_True;
     const int kind = PyUnicode_KIND(text), tag_kind = PyUnicode_KIND(tag);
     const void *data = PyUnicode_DATA(text), *tag_data = PyUnicode_DATA(tag);
     const Py_ssize_t n = PyUnicode_GET_LENGTH(text), tag_length = PyUnicode_GET_LENGTH(tag);
@@ -157,18 +177,19 @@ normalize_squad(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *text = args[0];
-    if (!PyUnicode_Check(text)) {
-        PyErr_Format(PyExc_TypeError, "normalize_squad() needs a str, got %.100s",
-                     Py_TYPE(text)->tp_name);
-        return NULL;
+    if (!PyUnicode_CheckExact(text) || !PyBool_Check(args[1])) {
+        return call_reference("reward_plugins.text.normalize", "normalize_squad_python", args,
+                              nargs);
     }
-    const int spaced = PyObject_IsTrue(args[1]);
-    if (spaced < 0) {
-        return NULL;
-    }
+    const int spaced = args[1] == Py_True;
     PyObject *lower = PyObject_CallMethod(text, "lower", NULL);
     if (lower == NULL) {
         return NULL;
+    }
+    if (!PyUnicode_CheckExact(lower)) { /* str.lower() of an exact str returns one: never taken */
+        Py_DECREF(lower);
+        return call_reference("reward_plugins.text.normalize", "normalize_squad_python", args,
+                              nargs);
     }
     const int kind = PyUnicode_KIND(lower);
     const void *data = PyUnicode_DATA(lower);
