@@ -10,7 +10,8 @@ response (so only Qwen's chat template passes) and rejects any end-of-turn token
 Here ``prompt_included=False`` (the default) checks verl's response-only ``solution_str`` as it is
 and accepts trailing whitespace and end-of-turn markers; ``prompt_included=True`` is upstream.
 
-One regex split and a single pass over its parts: linear in the text length.
+One regex split and a single pass over its parts, and a walk back over the trailing end markers:
+linear in the text length.
 """
 
 from __future__ import annotations
@@ -108,11 +109,27 @@ def format_error(
 
 
 def _only_end_markers(text: str, end_markers: tuple[str, ...] | list[str]) -> bool:
-    """Whether ``text`` is whitespace and whole end markers only, peeled off from its end."""
-    text = text.rstrip()
-    while text:
-        marker = next((m for m in end_markers if m and text.endswith(m)), None)
-        if marker is None:
+    """Whether ``text`` is whitespace and whole end markers only, peeled off from its end.
+
+    Trailing whitespace (what ``str.rstrip()`` strips) is skipped, then the first non-empty marker
+    of ``end_markers``, in their order, that ends the rest is removed; repeat until nothing is
+    left (``True``) or no marker ends the rest (``False``). An index walks back from the end, so
+    nothing is copied and the time is linear in the length of ``text``.
+    """
+    markers = [marker for marker in end_markers if marker]
+    end = _skip_whitespace(text, len(text))
+    while end:
+        for marker in markers:
+            if text.endswith(marker, 0, end):
+                end = _skip_whitespace(text, end - len(marker))
+                break
+        else:
             return False
-        text = text[: -len(marker)].rstrip()
     return True
+
+
+def _skip_whitespace(text: str, end: int) -> int:
+    """The length of ``text[:end].rstrip()``, without the copy."""
+    while end and text[end - 1].isspace():
+        end -= 1
+    return end
