@@ -122,13 +122,19 @@ class Registration:
 class Bound:
     """A registration with one checked option set: calls the scorer and shapes its result."""
 
-    __slots__ = ("keys", "options", "registration")
+    __slots__ = ("keys", "options", "plain", "registration")
 
     def __init__(self, registration: Registration, options: dict[str, Any]) -> None:
         self.registration = registration
         self.options = options
         self.keys: frozenset[str] | None = None
         """The key set of the first result; every later result must have the same."""
+        self.plain = (
+            registration.ground_truth == "golds"
+            and not registration.context
+            and not registration.is_async
+        )
+        """Golds, no context keywords, synchronous: the common case, called directly."""
 
     def _arguments(
         self, ground_truth: Any, data_source: str, extra_info: Mapping[str, Any] | None
@@ -155,6 +161,9 @@ class Bound:
         extra_info: Mapping[str, Any] | None = None,
     ) -> Result:
         """Score one response; a coroutine scorer runs to completion in an event loop."""
+        if self.plain:
+            golds = coerce_golds(ground_truth, data_source)
+            return self.shape(self.registration.function(response, golds, **self.options))
         truth, options = self._arguments(ground_truth, data_source, extra_info)
         result = self.registration.function(response, truth, **options)
         if self.registration.is_async:

@@ -96,15 +96,20 @@ def route(
         InvalidOption: an option the scorer does not accept, or a refused value.
         InvalidInput: ``solution_str`` is not a string.
     """
-    bound = _bind(scorer, data_source, options, return_dict)
-    _check_response(data_source, solution_str)
+    if options or return_dict is not True:
+        bound = _bind(scorer, data_source, options, return_dict)
+    else:  # verl's usual call: no options
+        bound = lookup(data_source, scorer).bind(options)
+    if type(solution_str) is not str:
+        _check_response(data_source, solution_str)
     try:
         result = bound(solution_str, ground_truth, data_source, extra_info)
     except InvalidGroundTruth as error:  # raised by an option such as reject_empty_gold
         if "data_source=" in str(error):
             raise
         raise InvalidGroundTruth(f"data_source={data_source!r}: {error}") from error
-    _log_sample(scorer, data_source, ground_truth, result, solution_str)
+    if logger.isEnabledFor(logging.DEBUG):
+        _log_sample(scorer, data_source, ground_truth, result, solution_str)
     return result if return_dict else float(result["score"])
 
 
@@ -122,14 +127,15 @@ async def route_async(
     bound = _bind(scorer, data_source, options, return_dict)
     _check_response(data_source, solution_str)
     result = await bound.call_async(solution_str, ground_truth, data_source, extra_info)
-    _log_sample(scorer, data_source, ground_truth, result, solution_str)
+    if logger.isEnabledFor(logging.DEBUG):
+        _log_sample(scorer, data_source, ground_truth, result, solution_str)
     return result if return_dict else float(result["score"])
 
 
 def _log_sample(
     scorer: str, data_source: str, ground_truth: Any, result: Any, solution_str: str
 ) -> None:
-    if logger.isEnabledFor(logging.DEBUG) and _sampled(solution_str):
+    if _sampled(solution_str):
         logger.debug(
             "%s %s ground_truth=%r result=%r response=%r",
             scorer,

@@ -64,7 +64,7 @@ def test_entry_file_function_is_the_package_router() -> None:
 
 @pytest.mark.parametrize("format_score", [0.0, 0.1])
 def test_naive_keyword_calls(tokenizer: Any, format_score: float) -> None:
-    config = legacy_config(f"custom_reward_function.reward_kwargs.format_score={format_score}")
+    config = legacy_config(f"+custom_reward_function.reward_kwargs.format_score={format_score}")
     batch = build_batch(tokenizer, MIXED_SAMPLES)
     result = legacy_manager(tokenizer, config)(batch, return_dict=True)
 
@@ -91,7 +91,7 @@ def test_batch_plural_lists(tokenizer: Any, with_extra_info: bool) -> None:
     config = legacy_config(
         "reward_model.reward_manager=batch",
         "custom_reward_function.name=compute_score_batch",
-        "custom_reward_function.reward_kwargs.format_score=0.1",
+        "+custom_reward_function.reward_kwargs.format_score=0.1",
     )
     assert config.reward.reward_manager.name == "batch"
     batch = build_batch(tokenizer, MIXED_SAMPLES, with_extra_info=with_extra_info)
@@ -123,10 +123,12 @@ def test_batch_manager_forwards_its_own_options(tokenizer: Any) -> None:
 
 
 def test_function_options_win_over_batch_manager_options(tokenizer: Any) -> None:
-    """README pitfall: verl merges ``custom_reward_function.reward_kwargs`` last, and the shipped
-    legacy config lists every option, so its ``format_score`` (0.0) beats the manager's."""
+    """Pitfall of docs/verl.md: verl merges ``custom_reward_function.reward_kwargs`` last, so a
+    ``format_score`` there (0.0) beats the batch manager's (0.3)."""
     config = legacy_config(
-        "reward_model.reward_manager=batch", "custom_reward_function.name=compute_score_batch"
+        "reward_model.reward_manager=batch",
+        "custom_reward_function.name=compute_score_batch",
+        "+custom_reward_function.reward_kwargs.format_score=0.0",
     )
     batch = build_batch(tokenizer, MIXED_SAMPLES)
     rewards = legacy_manager(tokenizer, config, format_score=0.3)(batch).sum(dim=-1).tolist()
@@ -138,7 +140,7 @@ def test_prime_positional_calls_with_return_dict_false(tokenizer: Any) -> None:
     config = legacy_config(
         "reward_model.reward_manager=prime",
         "custom_reward_function.reward_kwargs.return_dict=false",
-        "custom_reward_function.reward_kwargs.format_score=0.1",
+        "+custom_reward_function.reward_kwargs.format_score=0.1",
     )
     batch = build_batch(tokenizer, MIXED_SAMPLES)
     rewards = legacy_manager(tokenizer, config)(batch).sum(dim=-1).tolist()

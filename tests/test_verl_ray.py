@@ -73,7 +73,7 @@ def test_remote_manager_scores_in_ray_workers(tokenizer: Any) -> None:
         [
             "reward.reward_manager.name=remote",
             "reward.num_workers=2",
-            "reward.custom_reward_function.reward_kwargs.format_score=0.1",
+            "+reward.custom_reward_function.reward_kwargs.format_score=0.1",
         ],
     )
     managers: list[Any] = []
@@ -105,7 +105,7 @@ def test_reward_loop_manager_end_to_end(tokenizer: Any, tmp_path: Path) -> None:
         [
             f"actor_rollout_ref.model.path={tmp_path}",
             "reward.num_workers=2",
-            "reward.custom_reward_function.reward_kwargs.format_score=0.1",
+            "+reward.custom_reward_function.reward_kwargs.format_score=0.1",
         ],
     )
     manager = RewardLoopManager(config)

@@ -67,7 +67,7 @@ def test_shipped_options_give_verl_reference_rewards(tokenizer: Any, manager: st
 def test_config_reward_kwargs_reach_the_function(tokenizer: Any, manager: str) -> None:
     config = grpo_config(
         manager,
-        "reward.custom_reward_function.reward_kwargs.format_score=0.1",
+        "+reward.custom_reward_function.reward_kwargs.format_score=0.1",
         "reward.custom_reward_function.reward_kwargs.score=2.0",
     )
     rewards = [o["reward_score"] for o in score_mixed_batch(tokenizer, config)]
@@ -82,8 +82,8 @@ def test_spam_options_reach_the_function(tokenizer: Any) -> None:
     11, the 12 wrong-answer tags stay at ``format_score`` whatever the factor."""
     config = grpo_config(
         "naive",
-        "reward.custom_reward_function.reward_kwargs.max_answer_tags=11",
-        "reward.custom_reward_function.reward_kwargs.spam_factor=0.5",
+        "+reward.custom_reward_function.reward_kwargs.max_answer_tags=11",
+        "+reward.custom_reward_function.reward_kwargs.spam_factor=0.5",
     )
     rewards = [o["reward_score"] for o in score_mixed_batch(tokenizer, config)]
     assert rewards == [1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
