@@ -107,8 +107,8 @@ def test_bad_row_fails_as_on_the_local_backend(tmp_path: Path, ray_address: str)
     assert messages[0] == messages[1]
     assert messages[0] == (
         f"reward-plugins: error: {source}: row 6: invalid ground truth: "
-        f"data_source={rows[5]['data_source']!r}: ground_truth['target'] must be a string or a "
-        "list, tuple or 1-D array of strings, got NoneType: None (1 more bad row(s); "
-        "--on-error skip drops them)"
+        f"data_source={rows[5]['data_source']!r}: ground_truth['target'] must be a string, a "
+        "number, or a list, tuple or 1-D array of strings and numbers, got NoneType: None "
+        "(1 more bad row(s); --on-error skip drops them)"
     )
     assert not (tmp_path / "out.parquet").exists()

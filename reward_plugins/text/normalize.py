@@ -26,6 +26,8 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from reward_plugins.errors import InvalidOption
+
 Normalizer = Callable[[str], str]
 
 _ASCII_PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}]")  # faster than str.translate
@@ -125,11 +127,11 @@ def get_normalizer(name: str) -> Normalizer:
         'paris'
 
     Raises:
-        ValueError: ``name`` is not a known normalizer; the message lists the known ones.
+        InvalidOption: ``name`` is not a known normalizer; the message lists the known ones.
     """
     try:
         return _NORMALIZERS[name]
     except (KeyError, TypeError):
-        raise ValueError(
+        raise InvalidOption(
             f"unknown normalizer {name!r}; valid names: {', '.join(sorted(_NORMALIZERS))}"
         ) from None

@@ -25,6 +25,8 @@ import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from reward_plugins.errors import InvalidOption
+
 Tokenizer = Callable[[str], list[str]]
 
 _WORD = re.compile(r"\w+")
@@ -206,11 +208,11 @@ def get_tokenizer(name: str) -> Tokenizer:
         ['hello', 'world']
 
     Raises:
-        ValueError: ``name`` is not a known tokenizer; the message lists the known ones.
+        InvalidOption: ``name`` is not a known tokenizer; the message lists the known ones.
     """
     try:
         return _TOKENIZERS[name]
     except (KeyError, TypeError):
-        raise ValueError(
+        raise InvalidOption(
             f"unknown tokenizer {name!r}; valid names: {', '.join(sorted(_TOKENIZERS))}"
         ) from None
