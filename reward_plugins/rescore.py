@@ -26,7 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 from reward_plugins.errors import (
     InvalidGroundTruth,
@@ -269,7 +269,7 @@ class Tasks:
         """The responses of rows ``start`` to ``stop`` (excluded)."""
         if isinstance(self.responses, list):
             return self.responses[start:stop]
-        return self.responses.slice(start, stop - start).to_pylist()  # type: ignore[no-any-return]
+        return self.responses.slice(start, stop - start).to_pylist()
 
 
 def collect_tasks(rows: InputRows, job: ScoreJob) -> Tasks:
@@ -302,7 +302,7 @@ def collect_tasks(rows: InputRows, job: ScoreJob) -> Tasks:
             if (failure := _check_response(value, response_name)) is not None
         }
     else:
-        missing = _check_response(None, response_name)
+        missing = _missing_response(response_name)
         response_failures = {
             index: missing for index, null in enumerate(responses.is_null().to_pylist()) if null
         }
@@ -316,9 +316,13 @@ def collect_tasks(rows: InputRows, job: ScoreJob) -> Tasks:
     return Tasks(columns, sources, responses, truths, dict(sorted(failures.items())))
 
 
+def _missing_response(column: str) -> RowFailure:
+    return RowFailure("missing response", f"missing response (column {column!r})")
+
+
 def _check_response(response: Any, column: str) -> RowFailure | None:
     if response is None:
-        return RowFailure("missing response", f"missing response (column {column!r})")
+        return _missing_response(column)
     if not isinstance(response, str):
         return RowFailure(
             "missing response",
@@ -385,7 +389,8 @@ def score_one(
 ) -> Outcome:
     """Score one row; a row the scorer cannot read becomes a :class:`RowFailure`."""
     try:
-        return dict(route(scorer, source, response, truth, options))
+        result = route(scorer, source, response, truth, options)
+        return dict(cast("dict[str, Any]", result))  # return_dict=True: always a dict
     except InvalidGroundTruth as error:
         return RowFailure("invalid ground truth", f"invalid ground truth: {error}")
     except UnknownDataSource as error:
@@ -536,7 +541,7 @@ def score_ray(
         parallelism = max(1, int(ray.cluster_resources().get("CPU", 1)))
         blocks = [table.slice(a, b - a) for a, b in _chunks(len(todo), parallelism)] or [table]
         dataset = ray.data.from_arrow(blocks).map_batches(
-            _score_ray_batch,
+            cast(Any, _score_ray_batch),  # Ray's annotation has no room for fn_kwargs' parameters
             batch_format="numpy",
             batch_size=None,
             fn_kwargs={"scorer": scorer, "options": dict(options)},
@@ -645,8 +650,9 @@ def _metric_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, dict[str,
     metrics = {}
     for key, _ in SUMMARY_METRICS:
         values = [result.get(key) for result in results]
-        if values and all(isinstance(v, (int, float)) for v in values):
-            interval = bootstrap_mean(values)
+        numbers = [v for v in values if isinstance(v, (int, float))]
+        if values and len(numbers) == len(values):
+            interval = bootstrap_mean(numbers)
             metrics[key] = {"mean": interval.mean, "low": interval.low, "high": interval.high}
     return metrics
 

@@ -28,7 +28,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES
@@ -206,20 +206,19 @@ def reward_func(
             f"reward_func: got {len(queries)} queries, {len(prompts)} prompts and "
             f"{len(labels)} labels"
         )
-    results = []
+    results: list[dict[str, Any]] = []
     for row, (query, prompt, label) in enumerate(zip(queries, prompts, labels, strict=True)):
         try:
             ground_truth, data_source = parse_label(label)
             response = response_text(query, prompt)
-            results.append(
-                route(
-                    CONFIG.scorer,
-                    data_source or CONFIG.data_source,
-                    response,
-                    ground_truth,
-                    CONFIG.options,
-                )
+            result = route(
+                CONFIG.scorer,
+                data_source or CONFIG.data_source,
+                response,
+                ground_truth,
+                CONFIG.options,
             )
+            results.append(cast("dict[str, Any]", result))  # return_dict=True: always a dict
         except Exception:
             logger.exception("reward_plugins could not score row %d (label %.200r)", row, label)
             raise
@@ -231,7 +230,7 @@ def reward_func(
     return {"rewards": rewards, "scores": rewards, "extra_logs": extra_logs}
 
 
-def _numeric_keys(results: list[Mapping[str, Any]]) -> list[str]:
+def _numeric_keys(results: Sequence[Mapping[str, Any]]) -> list[str]:
     """Keys besides ``score`` whose value is a number in every result."""
     if not results:
         return []

@@ -194,7 +194,8 @@ def smoothed_precisions(
     orders = MAX_ORDER
     halvings = 1.0
     for index in range(MAX_ORDER):
-        matches, count = correct[index], total[index]
+        matches: float = correct[index]
+        count: float = total[index]
         if smooth == "add-k" and index > 0:
             matches += smooth_value  # type: ignore[operator]
             count += smooth_value  # type: ignore[operator]

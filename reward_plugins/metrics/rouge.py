@@ -107,7 +107,9 @@ class RougeL(TokenPairMetric):
             self.compat = None
         self._set_tokenization(normalizer, tokenizer)
 
-    pair_score = staticmethod(lcs_f_measure)
+    @staticmethod
+    def pair_score(predicted: list[str], gold: list[str]) -> float:
+        return lcs_f_measure(predicted, gold)
 
 
 def rouge_l(

@@ -1,0 +1,119 @@
+"""Suite-wide configuration: the ``slow`` marker for whole modules, and shared fixtures.
+
+``slow`` marks tests that start verl's reward managers, loaders or trainer config composition,
+Ray, TRL or OpenRLHF, or that install packages. A test or module may carry the marker itself
+(``@pytest.mark.slow``, ``pytestmark = pytest.mark.slow``); the modules in :data:`SLOW_MODULES`
+get it here, on every test they hold. ``pytest -m "not slow"`` then runs the package's own tests
+(extraction, normalization, metrics, routing, the CLI, parity with verl's reference scorer).
+
+When ``-m`` deselects every test marked ``slow`` whatever its other marks (``-m "not slow"``,
+``-m "not slow and not foo"``), the modules of :data:`SLOW_MODULES` are not even imported: their
+module-level imports of verl's trainer, Ray, TRL and OpenRLHF cost more than the package's tests
+take. Their tests are then absent from the "deselected" count.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+SLOW_MODULES = frozenset(
+    {
+        "test_cli_ray.py",  # a local Ray cluster, the CLI's Ray Data backend
+        "test_openrlhf.py",  # imports OpenRLHF (about 7 s), its reward executor
+        "test_plugin_example.py",  # pip-installs the example plugin, then verl, TRL, OpenRLHF
+        "test_trl.py",  # TRL's GRPOTrainer on a tiny model
+        "test_verl_configs.py",  # Hydra composition of verl's trainer config, main_ppo runs
+        "test_verl_legacy_managers.py",  # verl's legacy reward managers
+        "test_verl_loading.py",  # verl's loaders, in fresh processes too
+        "test_verl_ray.py",  # a local Ray cluster, verl's reward-loop workers
+        "test_verl_reward_loop.py",  # verl's reward-loop managers
+    }
+)
+"""Test modules whose every test is ``slow``."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook, which applies ``-m``
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SLOW_MODULES` ``slow``."""
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Skip importing a module of :data:`SLOW_MODULES` when ``-m`` would deselect all its tests."""
+    if collection_path.name in SLOW_MODULES and _deselects_every_slow_test(config.option.markexpr):
+        return True
+    return None  # no opinion: pytest's other rules decide
+
+
+def _deselects_every_slow_test(markexpr: str) -> bool:
+    """Whether the ``-m`` expression is false for a test marked ``slow``, whatever else it has.
+
+    Every assignment of the expression's other names (with or without arguments) is tried; any
+    expression pytest's parser accepts is handled, and anything unexpected answers False, so the
+    modules get collected and ``-m`` applies as usual.
+    """
+    if not markexpr:
+        return False
+    try:
+        from _pytest.mark.expression import Expression
+
+        expression = Expression.compile(markexpr)
+    except Exception:
+        return False
+    others: list[tuple[str, tuple[tuple[str, Any], ...]]] = []
+
+    def evaluate(assignment: dict[tuple[str, tuple[tuple[str, Any], ...]], bool]) -> bool:
+        def matcher(name: str, /, **kwargs: Any) -> bool:
+            key = (name, tuple(sorted(kwargs.items())))
+            if key == ("slow", ()):
+                return True
+            if key not in others:
+                others.append(key)  # found now; a later round tries both of its values
+            return assignment.get(key, False)
+
+        return expression.evaluate(matcher)
+
+    tried = -1
+    while tried != len(others):
+        tried = len(others)
+        if tried > 8:
+            return False
+        for values in itertools.product((False, True), repeat=tried):
+            try:
+                if evaluate(dict(zip(others, values, strict=False))):
+                    return False
+            except Exception:
+                return False
+    return True
+
+
+# --- fixtures ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The checkout's root: the directory holding ``pyproject.toml`` and ``reward_plugins``."""
+    return REPO_ROOT
+
+
+@pytest.fixture
+def subprocess_env() -> dict[str, str]:
+    """The environment for a child interpreter that must import this checkout's package."""
+    return {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    """The byte-level Hugging Face tokenizer of ``verl_helpers`` (exact round trip, offline)."""
+    from verl_helpers import build_tokenizer
+
+    return build_tokenizer()
