@@ -447,8 +447,9 @@ def _import_plugin(module: str, origin: str | None = None) -> None:
         with _lock:
             for source, registration in _importing.made:
                 by_name = dict(_scorers.get(source, {}))
-                if by_name.get(registration.name) is registration:
-                    del by_name[registration.name]
+                name = registration.name
+                if by_name.get(name) is registration:
+                    del by_name[name]
                     _scorers[source] = by_name
                 if not _scorers.get(source):
                     _scorers.pop(source, None)

@@ -389,8 +389,7 @@ def score_one(
 ) -> Outcome:
     """Score one row; a row the scorer cannot read becomes a :class:`RowFailure`."""
     try:
-        result = route(scorer, source, response, truth, options)
-        return dict(cast("dict[str, Any]", result))  # return_dict=True: always a dict
+        return dict(route(scorer, source, response, truth, options))
     except InvalidGroundTruth as error:
         return RowFailure("invalid ground truth", f"invalid ground truth: {error}")
     except UnknownDataSource as error:

@@ -22,7 +22,7 @@ import logging
 import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from reward_plugins.errors import InvalidGroundTruth, InvalidInput, InvalidOption
 from reward_plugins.registry import Bound, Registration, lookup, registrations_named
@@ -77,6 +77,30 @@ def _check_response(data_source: str, solution_str: Any) -> None:
             f"data_source={data_source!r}: solution_str must be a str, "
             f"got {type(solution_str).__name__}"
         )
+
+
+@overload
+def route(
+    scorer: str,
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    options: Mapping[str, Any],
+    return_dict: Literal[True] = True,
+    extra_info: Mapping[str, Any] | None = None,
+) -> dict[str, Any]: ...
+
+
+@overload
+def route(
+    scorer: str,
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    options: Mapping[str, Any],
+    return_dict: bool,
+    extra_info: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | float: ...
 
 
 def route(

@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 import pytest
 from test_cli_helpers import (
     REPO,
-    SOURCES,
     dump_rows,
     read_jsonl,
     router_result,
@@ -30,7 +29,8 @@ from test_cli_helpers import (
 import reward_plugins
 from reward_plugins.cli import parse_option
 from reward_plugins.metrics.aggregate import bootstrap_mean
-from reward_plugins.plugins.search_r1 import QA_RESULT_KEYS
+from reward_plugins.plugins.search_r1 import QA_RESULT_KEYS, SEARCH_R1_DATA_SOURCES
+from reward_plugins.registry import scorer_names
 
 REWARD_COLUMNS = [f"reward_{key}" for key in QA_RESULT_KEYS]
 
@@ -242,10 +242,20 @@ def test_bad_option_value_fails_before_scoring(tmp_path: Path) -> None:
 
 
 def test_unknown_scorer(tmp_path: Path) -> None:
+    """``--scorer`` takes the registered names as argparse choices: a one-line usage error."""
     source = write_jsonl(tmp_path / "rows.jsonl", training_rows(3))
     result = run_cli("score", source, "-o", tmp_path / "out.jsonl", "--scorer", "compute_scor")
     assert result.returncode == 2
-    assert "unknown scorer 'compute_scor'; registered scorers: compute_score, " in result.stderr
+    assert result.stdout == ""
+    assert result.stderr.startswith("usage: reward-plugins score ")
+    assert "Traceback" not in result.stderr
+    choices = ", ".join(map(repr, scorer_names()))
+    assert result.stderr.endswith(
+        "reward-plugins score: error: argument --scorer: invalid choice: 'compute_scor' "
+        f"(choose from {choices})\n"
+    )
+    assert {"compute_score", "compute_score_format", "compute_score_metric"} <= set(scorer_names())
+    assert leftover_files(tmp_path, {"rows.jsonl"}) == set()
 
 
 def test_usage_errors(tmp_path: Path) -> None:
@@ -281,7 +291,8 @@ GOOD = training_rows(6, seed=7)
 
 
 def _invalid_truth(row: dict[str, Any]) -> dict[str, Any]:
-    return {**row, "reward_model": {"style": "rule", "ground_truth": {"target": 5}}}
+    # A bool is no gold (numbers are: {"target": 5} reads as the gold "5").
+    return {**row, "reward_model": {"style": "rule", "ground_truth": {"target": True}}}
 
 
 def _null_target(row: dict[str, Any]) -> dict[str, Any]:
@@ -497,23 +508,109 @@ def test_demo_writes_the_sample_scored(tmp_path: Path) -> None:
     assert any(r["reward_subem"] > r["reward_em"] for r in out)
 
 
+# ``reward-plugins list`` as the registry of a fresh process describes it, written out here
+# independently of the CLI: each scorer, then its indented facts, then any broken plugin.
+EXPECTED_LISTING = """
+import reward_plugins
+from reward_plugins.registry import registrations
+for reg in registrations():
+    print(reg.name)
+    print("  data sources: " + ", ".join(reg.data_sources))
+    options = [
+        f"{name} (required, {spec.expected})" if spec.required else f"{name}={spec.default!r}"
+        for name, spec in reg.options.items()
+    ]
+    print("  options: " + (", ".join(options) or "(none)"))
+    truth = {"golds": "tuple of gold strings", "raw": "raw"}[reg.ground_truth]
+    print("  ground truth: " + truth + (" (async)" if reg.is_async else ""))
+    print(f"  from: {reg.origin} ({reg.function.__module__}.{reg.function.__qualname__})")
+for broken in reward_plugins.broken_plugins():
+    print("broken plugin: " + broken.describe())
+"""
+
+BUILTIN_LISTING = {
+    "compute_score": (
+        "options: format_score=0.0, score=1.0, max_answer_tags=10, spam_factor=0.25, "
+        "extract='last', ",
+        "reward_plugins.plugins.search_r1.score_em",
+    ),
+    "compute_score_subem": (
+        "options: format_score=0.0, score=1.0, max_answer_tags=10, spam_factor=0.25, "
+        "extract='last', ",
+        "reward_plugins.plugins.search_r1.score_subem",
+    ),
+    "compute_score_f1": (
+        "options: format_score=0.0, score=1.0, max_answer_tags=10, spam_factor=0.25, "
+        "extract='last', ",
+        "reward_plugins.plugins.search_r1.score_f1",
+    ),
+    "compute_score_format": (
+        "options: structure_format_score=0, final_format_score=0, retrieval_score=0, score=1.0, ",
+        "reward_plugins.plugins.search_r1.score_format",
+    ),
+    "compute_score_metric": ("options: ", "reward_plugins.plugins.search_r1.score_metric"),
+}
+
+
+def _listing_blocks(stdout: str) -> dict[str, list[str]]:
+    """Each scorer's indented lines, by scorer name (``broken plugin:`` lines excluded)."""
+    blocks: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in stdout.splitlines():
+        if line.startswith("  "):
+            current.append(line.strip())
+        elif not line.startswith("broken plugin: "):
+            assert line not in blocks, line
+            current = blocks[line] = []
+    return blocks
+
+
 def test_list() -> None:
     result = run_cli("list")
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0].split() == ["data", "source", "scorers"]
-    listed = {line.split()[0]: tuple(line.split(None, 1)[1].split(", ")) for line in lines[1:]}
-    code = (
-        "import json, reward_plugins as r; r.load_plugins(); "
-        "print(json.dumps(dict(r.registered())))"
-    )
+    assert result.stderr == ""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert listed == {source: tuple(names) for source, names in json.loads(fresh.stdout).items()}
-    assert set(SOURCES) <= set(listed)
-    assert {"compute_score", "compute_score_subem", "compute_score_f1"} <= set(
-        listed["searchR1_nq"]
+    fresh = subprocess.run(
+        [sys.executable, "-c", EXPECTED_LISTING], capture_output=True, text=True, env=env
     )
+    assert fresh.returncode == 0, fresh.stderr
+    assert result.stdout == fresh.stdout
+
+    blocks = _listing_blocks(result.stdout)
+    assert set(BUILTIN_LISTING) <= set(blocks)
+    assert list(blocks) == sorted(blocks)
+    sources = ", ".join(SEARCH_R1_DATA_SOURCES)
+    for name, (options, function) in BUILTIN_LISTING.items():
+        data_sources, listed_options, truth, origin = blocks[name]
+        assert data_sources == f"data sources: {sources}"
+        assert listed_options.startswith(options), listed_options
+        assert truth == "ground truth: tuple of gold strings"
+        assert origin == f"from: reward_plugins.plugins.search_r1 ({function})"
+    assert ", metric (required, a str), " in blocks["compute_score_metric"][1]
+    assert "penalize_subem=False" in blocks["compute_score_subem"][1].split(", ")
+    assert "penalize_subem=False" not in blocks["compute_score"][1]
+
+
+def test_list_names_a_broken_plugin_and_still_lists_the_rest(tmp_path: Path) -> None:
+    """An entry point that fails to import is listed as broken; the listing still succeeds."""
+    module = "rp_cli_broken_plugin"
+    info = tmp_path / "rp_cli_broken-0.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rp-cli-broken\nVersion: 0.0.1\n")
+    (info / "entry_points.txt").write_text(f"[reward_plugins]\nexploding = {module}\n")
+    (tmp_path / f"{module}.py").write_text("raise RuntimeError('plugin exploded')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    command = [sys.executable, "-m", "reward_plugins", "list"]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    described = (
+        f"entry point 'exploding' ({module}) of distribution 'rp-cli-broken' failed to load: "
+        "plugin exploded"
+    )
+    assert result.stdout.splitlines()[-1] == f"broken plugin: {described}"
+    assert result.stdout.count("broken plugin: ") == 1
+    assert result.stderr.count(described) == 1  # the WARNING, logged once
+    assert set(BUILTIN_LISTING) <= set(_listing_blocks(result.stdout))
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reward_plugins
-from reward_plugins import InvalidGroundTruth
+from reward_plugins import InvalidGroundTruth, InvalidOption
 from reward_plugins.plugins import search_r1
 
 SCORERS = ("compute_score", "compute_score_subem", "compute_score_f1", "compute_score_format")
@@ -439,5 +439,12 @@ def test_word_boundary_applies_to_the_retrieval_check() -> None:
 
 
 def test_negative_max_answer_words_is_rejected() -> None:
-    with pytest.raises(ValueError, match="max_answer_words must be >= 0, got -1"):
+    message = "compute_score: option 'max_answer_words' must be an int >= 0 or None, got int: -1"
+    with pytest.raises(InvalidOption) as caught:
         search_r1.compute_score("<answer>Paris</answer>", ["Paris"], max_answer_words=-1)
+    assert str(caught.value) == message
+    with pytest.raises(InvalidOption) as caught:
+        reward_plugins.compute_score(
+            "searchR1_nq", "<answer>Paris</answer>", ["Paris"], max_answer_words=-1
+        )
+    assert str(caught.value) == message

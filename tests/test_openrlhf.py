@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import re
 import shutil
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 import reward_plugins.adapters
-from reward_plugins import InvalidGroundTruth, UnknownDataSource
+from reward_plugins import InvalidGroundTruth, InvalidOption, UnknownDataSource, UnknownScorer
 
 verl_qa = pytest.importorskip("verl.utils.reward_score.search_r1_like_qa_em")
 agent = pytest.importorskip("openrlhf.utils.agent")
@@ -287,19 +288,31 @@ CONFIG_ERRORS = [
     ({"REWARD_PLUGINS_OPTIONS": "[0.1]"}, ValueError, r"must be a JSON object .* got a JSON list"),
     (
         {"REWARD_PLUGINS_OPTIONS": '{"formt_score": 0.1}'},
-        TypeError,
-        r"'formt_score' for data_source='searchR1_nq'; valid options: extract, format_score",
+        InvalidOption,
+        re.escape(
+            'REWARD_PLUGINS_OPTIONS={"formt_score": 0.1}: compute_score: unknown option(s) '
+            "'formt_score'; valid options: extract, format_score, max_answer_tags, "
+        ),
     ),
-    ({"REWARD_PLUGINS_OPTIONS": '{"extract": "middle"}'}, ValueError, r"extract must be one of"),
+    (
+        {"REWARD_PLUGINS_OPTIONS": '{"extract": "middle"}'},
+        InvalidOption,
+        re.escape(
+            "compute_score: option 'extract' must be one of 'last', 'first', got str: 'middle'"
+        ),
+    ),
     (
         {"REWARD_PLUGINS_OPTIONS": '{"max_answer_tags": "10"}'},
-        TypeError,
-        r"max_answer_tags must be an int",
+        InvalidOption,
+        re.escape("compute_score: option 'max_answer_tags' must be an int >= 1, got str: '10'"),
     ),
     (
         {"REWARD_PLUGINS_SCORER": "compute_scor"},
-        UnknownDataSource,
-        r"REWARD_PLUGINS_SCORER='compute_scor'.*no scorer",
+        UnknownScorer,
+        re.escape(
+            "REWARD_PLUGINS_SCORER='compute_scor', REWARD_PLUGINS_DATA_SOURCE='searchR1_nq': "
+            "no scorer is registered as 'compute_scor'; did you mean 'compute_score'?"
+        ),
     ),
     (
         {"REWARD_PLUGINS_DATA_SOURCE": "nq"},
@@ -311,8 +324,8 @@ CONFIG_ERRORS = [
             "REWARD_PLUGINS_SCORER": "compute_score",
             "REWARD_PLUGINS_OPTIONS": '{"penalize_subem": true}',
         },
-        TypeError,
-        r"'penalize_subem'",
+        InvalidOption,
+        re.escape("compute_score: unknown option(s) 'penalize_subem'; valid options: "),
     ),
 ]
 

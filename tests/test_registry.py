@@ -7,6 +7,7 @@ Entry-point tests install a real distribution into a temporary ``sys.path`` entr
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -18,7 +19,17 @@ from typing import Any
 import pytest
 
 import reward_plugins
-from reward_plugins import UnknownDataSource, load_plugins, register, registered, registry
+from reward_plugins import (
+    PluginError,
+    UnknownDataSource,
+    UnknownScorer,
+    broken_plugins,
+    load_plugins,
+    register,
+    registered,
+    registry,
+)
+from reward_plugins import router as router_module
 from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES, score_em
 from reward_plugins.router import route
 
@@ -28,11 +39,15 @@ QA_SCORERS = ("compute_score", "compute_score_f1", "compute_score_subem")
 
 @pytest.fixture
 def registry_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Snapshot the registry (and the entry-point state) and restore it after the test."""
+    """Snapshot the registry (and the entry-point state, the broken plugins and the routers made
+    on demand) and restore it after the test: a broken plugin left behind would show up in every
+    later test's UnknownDataSource / UnknownScorer message."""
     registered()  # make sure the built-in plugins are part of the snapshot
     scorers = {source: dict(by_name) for source, by_name in registry._scorers.items()}
     loaded = set(registry._loaded_modules)
     entry_points_loaded = registry._entry_points_loaded
+    broken = dict(registry._broken)
+    routers = dict(router_module._routers)
     modules = set(sys.modules)
     yield
     registry._scorers.clear()
@@ -40,6 +55,10 @@ def registry_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     registry._loaded_modules.clear()
     registry._loaded_modules.update(loaded)
     registry._entry_points_loaded = entry_points_loaded
+    registry._broken.clear()
+    registry._broken.update(broken)
+    router_module._routers.clear()
+    router_module._routers.update(routers)
     for name in set(sys.modules) - modules:
         if name.startswith("rp_test_"):
             del sys.modules[name]
@@ -65,9 +84,9 @@ def test_builtin_search_r1_registrations() -> None:
 def test_option_names_are_the_keyword_only_parameters() -> None:
     """The issue's options are accepted (more may be); penalize_subem only by SubEM."""
     common = {"format_score", "score", "max_answer_tags", "spam_factor", "extract"}
-    em = registry.lookup("searchR1_nq", "compute_score").options
-    f1 = registry.lookup("searchR1_nq", "compute_score_f1").options
-    subem = registry.lookup("searchR1_musique", "compute_score_subem").options
+    em = set(registry.lookup("searchR1_nq", "compute_score").options)
+    f1 = set(registry.lookup("searchR1_nq", "compute_score_f1").options)
+    subem = set(registry.lookup("searchR1_musique", "compute_score_subem").options)
     assert common <= em and common <= f1
     assert subem == em | {"penalize_subem"}
     assert "penalize_subem" not in em | f1
@@ -102,22 +121,59 @@ def test_unknown_data_source(data_source: str, suggestion: str | None) -> None:
             assert f"did you mean {suggestion!r}" in message
 
 
-def test_non_string_data_source() -> None:
-    with pytest.raises(UnknownDataSource, match="Registered data sources"):
-        reward_plugins.compute_score(None, "<answer>x</answer>", ["x"])  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    ("data_source", "shown"),
+    [(None, "NoneType: None"), (["searchR1_nq"], "list: ['searchR1_nq']"), (7, "int: 7")],
+)
+def test_non_string_data_source(data_source: Any, shown: str) -> None:
+    """Not a str (also unhashable: no TypeError from the table lookup) is UnknownDataSource."""
+    for call in (
+        lambda: registry.lookup(data_source, "compute_score"),
+        lambda: reward_plugins.compute_score(data_source, "<answer>x</answer>", ["x"]),
+    ):
+        with pytest.raises(UnknownDataSource) as caught:
+            call()
+        assert str(caught.value) == f"data_source must be a str, got {shown}"
 
 
 def test_unknown_scorer_on_a_known_source() -> None:
-    with pytest.raises(UnknownDataSource) as caught:
-        route("compute_score_bleu", "searchR1_nq", "<answer>x</answer>", ["x"], {})
+    """A name no scorer has is UnknownScorer (not UnknownDataSource), listing the scorers."""
+    for call in (
+        lambda: route("compute_score_bleu", "searchR1_nq", "<answer>x</answer>", ["x"], {}),
+        lambda: reward_plugins.compute_score_batch(
+            ["searchR1_nq"], ["<answer>x</answer>"], [["x"]], scorer="compute_score_bleu"
+        ),
+    ):
+        with pytest.raises(UnknownScorer) as caught:
+            call()
+        assert not isinstance(caught.value, UnknownDataSource)
+        assert isinstance(caught.value, LookupError)
+        message = str(caught.value)
+        assert message.startswith(
+            "no scorer is registered as 'compute_score_bleu'; did you mean 'compute_score'? "
+            "Registered scorers: compute_score, "
+        )
+        for name in (*QA_SCORERS, "compute_score_format", "compute_score_metric"):
+            assert name in message
+
+
+@pytest.mark.usefixtures("registry_state")
+def test_a_scorer_of_another_source_on_a_known_source() -> None:
+    """A scorer that exists, but not for this data source: the message names the source and
+    lists the scorers it has."""
+
+    @register("rp_elsewhere", "rp_other_source")
+    def elsewhere(solution_str: str, golds: tuple[str, ...]) -> float:
+        return 0.0
+
+    with pytest.raises(UnknownScorer) as caught:
+        route("rp_elsewhere", "searchR1_nq", "<answer>x</answer>", ["x"], {})
     message = str(caught.value)
-    assert "'compute_score_bleu'" in message and "'searchR1_nq'" in message
+    assert message.startswith(
+        "data source 'searchR1_nq' has no scorer 'rp_elsewhere'; its scorers: compute_score, "
+    )
     for name in QA_SCORERS:
         assert name in message
-    with pytest.raises(UnknownDataSource):
-        reward_plugins.compute_score_batch(
-            ["searchR1_nq"], ["<answer>x</answer>"], [["x"]], scorer="compute_score_bleu"
-        )
 
 
 @pytest.mark.usefixtures("registry_state")
@@ -128,7 +184,8 @@ def test_register_same_function_twice_is_a_no_op() -> None:
     register("exact", ["rp_src_a", "rp_src_b"])(scorer)
     assert register("exact", ["rp_src_a"])(scorer) is scorer
     assert registered()["rp_src_a"] == ("exact",)
-    assert registry.lookup("rp_src_b", "exact").options == frozenset({"bonus"})
+    assert set(registry.lookup("rp_src_b", "exact").options) == {"bonus"}
+    assert registry.lookup("rp_src_b", "exact").options["bonus"].default == 0.0
     assert reward_plugins.compute_score_batch(
         ["rp_src_a", "rp_src_b"], ["x", "y"], ["x", "x"], scorer="exact", bonus=0.5
     ) == [{"score": 1.5}, {"score": 0.5}]
@@ -149,8 +206,13 @@ def test_another_function_under_a_taken_name() -> None:
     def impostor(solution_str: str, golds: tuple[str, ...]) -> dict:
         return {"score": 1.0}
 
-    with pytest.raises(ValueError, match=r"'compute_score'.*'searchR1_nq'.*score_em"):
+    with pytest.raises(PluginError) as caught:
         register("compute_score", ["rp_new_source", "searchR1_nq"])(impostor)
+    assert str(caught.value) == (
+        "scorer 'compute_score' for data source 'searchR1_nq' is claimed twice: by "
+        "reward_plugins.plugins.search_r1.score_em (from reward_plugins.plugins.search_r1) and by "
+        f"{__name__}.test_another_function_under_a_taken_name.<locals>.impostor (from {__name__})"
+    )
     # all-or-nothing: the free source was not registered either
     assert "rp_new_source" not in registered()
     assert registry.lookup("searchR1_nq", "compute_score").function is score_em
@@ -159,10 +221,8 @@ def test_another_function_under_a_taken_name() -> None:
 # ------------------------------------------------------------------------------- entry points
 
 
-def _install_distribution(
-    root: Path, entry_points: dict[str, str], modules: dict[str, str]
-) -> None:
-    """Write a minimal installed distribution (dist-info + modules) under ``root``."""
+def _install_distribution(root: Path, entry_points: dict[str, str], modules: dict[str, str]) -> str:
+    """Write a minimal installed distribution (dist-info + modules) under ``root``; its name."""
     name = f"rp-test-{uuid.uuid4().hex[:8]}"
     info = root / f"{name.replace('-', '_')}-0.0.1.dist-info"
     info.mkdir(parents=True)
@@ -171,6 +231,7 @@ def _install_distribution(
     (info / "entry_points.txt").write_text(f"[reward_plugins]\n{lines}")
     for module, source in modules.items():
         (root / f"{module}.py").write_text(source)
+    return name
 
 
 PLUGIN_SOURCE = """
@@ -251,27 +312,95 @@ def test_load_plugins_in_a_fresh_process() -> None:
     assert completed.stdout.split() == ["True", "0", "True"]
 
 
-BROKEN: list[tuple[str, str | None]] = [
-    ("raises-at-import", "raise RuntimeError('plugin exploded')"),
-    ("missing-module", None),
+REGISTERS_THEN_RAISES = """
+from reward_plugins import register
+
+@register("rp_half", ["{module}_source", "searchR1_nq"])
+def half(solution_str, golds):
+    return 1.0
+
+raise RuntimeError("half-registered")
+"""
+
+CLAIMS_A_TAKEN_NAME = """
+from reward_plugins import register
+
+@register("rp_clash", ["{module}_source"])
+def first(solution_str, golds):
+    return 1.0
+
+@register("compute_score", ["{module}_source", "searchR1_nq"])
+def impostor(solution_str, golds):
+    return 1.0
+"""
+
+# (entry point name, module source or None for a missing module, the error it records)
+BROKEN: list[tuple[str, str | None, str]] = [
+    ("raises-at-import", "raise RuntimeError('plugin exploded')", "plugin exploded"),
+    ("missing-module", None, "No module named '{module}'"),
+    ("registers-then-raises", REGISTERS_THEN_RAISES, "half-registered"),
+    (
+        "claims-a-taken-name",
+        CLAIMS_A_TAKEN_NAME,
+        "scorer 'compute_score' for data source 'searchR1_nq' is claimed twice: by "
+        "reward_plugins.plugins.search_r1.score_em (from reward_plugins.plugins.search_r1) and "
+        "by {module}.impostor (from entry point 'claims-a-taken-name' of distribution "
+        "'{distribution}')",
+    ),
 ]
 
 
 @pytest.mark.usefixtures("registry_state")
-@pytest.mark.parametrize(("entry_name", "module_source"), BROKEN, ids=[b[0] for b in BROKEN])
-def test_broken_entry_point_raises_import_error_naming_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry_name: str, module_source: str | None
+@pytest.mark.parametrize(
+    ("entry_name", "module_source", "error"), BROKEN, ids=[b[0] for b in BROKEN]
+)
+def test_broken_entry_point_is_logged_once_recorded_and_named(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    entry_name: str,
+    module_source: str | None,
+    error: str,
 ) -> None:
+    """load_plugins() does not raise: the entry point is logged once (WARNING) and recorded,
+    whatever it registered is withdrawn, a lookup of an unknown data source names it (and its
+    distribution), and known data sources keep working."""
     module = _module_name()
-    modules: dict[str, Any] = {} if module_source is None else {module: module_source}
-    _install_distribution(tmp_path, {entry_name: module}, modules)
+    modules = {} if module_source is None else {module: module_source.format(module=module)}
+    distribution = _install_distribution(tmp_path, {entry_name: module}, modules)
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ImportError) as caught:
-        load_plugins()
-    assert repr(entry_name) in str(caught.value)
-    assert module in str(caught.value)
-    registry._entry_points_loaded = False
-    with pytest.raises(ImportError, match=entry_name):  # a lookup miss loads entry points too
+    caplog.set_level(logging.WARNING, logger="reward_plugins.registry")
+    before = dict(registered())
+
+    assert load_plugins() == 0  # nothing imported successfully; no exception
+    described = (
+        f"entry point {entry_name!r} ({module}) of distribution {distribution!r} failed to load: "
+        + error.format(module=module, distribution=distribution)
+    )
+    assert [(b.entry_point, b.module, b.distribution) for b in broken_plugins()] == [
+        (entry_name, module, distribution)
+    ]
+    assert broken_plugins()[0].describe() == described
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == registry.__name__]
+    assert logged == [(logging.WARNING, f"reward_plugins: {described}")]
+
+    # rolled back: no data source, scorer or router of the module survives
+    assert dict(registered()) == before
+    assert f"{module}_source" not in registered()
+    for name in ("rp_half", "rp_clash"):
+        assert not hasattr(reward_plugins, name)
+    assert registry.lookup("searchR1_nq", "compute_score").function is score_em
+
+    registry._entry_points_loaded = False  # as in a fresh lookup miss: entry points load again
+    with pytest.raises(UnknownDataSource) as caught:  # a lookup miss loads entry points too
         reward_plugins.compute_score("rp_nowhere", "<answer>x</answer>", ["x"])
-    # known data sources do not touch entry points at all
+    message = str(caught.value)
+    assert message.startswith("no scorer is registered for data_source='rp_nowhere'")
+    assert message.endswith(f". Not loaded, so their data sources are unknown: {described}")
+    assert repr(distribution) in message
+    assert load_plugins() == 0
+    logged = [r for r in caplog.records if r.name == registry.__name__]
+    assert len(logged) == 1  # logged once, not on every load
+    assert len(broken_plugins()) == 1
+    # known data sources keep working
     assert reward_plugins.compute_score("searchR1_nq", "<answer>x</answer>", ["x"])["score"] == 1.0

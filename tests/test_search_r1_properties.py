@@ -7,6 +7,7 @@ import io
 import re
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verl.utils.reward_score import search_r1_like_qa_em as verl_qa
@@ -103,7 +104,7 @@ def test_text_functions_equal_verl(text: str, values: list[str]) -> None:
     golds,
     positive,
     positive,
-    st.integers(0, 15),
+    st.integers(1, 15),  # max_answer_tags >= 1: 0 would penalize every correct answer
     st.floats(min_value=0.0, max_value=1.0),
     st.sampled_from(("last", "first")),
 )
@@ -135,6 +136,80 @@ def test_em_reward_takes_one_of_four_values(
     if routed["spam_penalized"]:
         assert routed["em"] == 1.0 and max(opening, closing) > max_answer_tags
         assert routed["score"] == score * spam_factor
+
+
+@PROPERTY
+@given(
+    responses,
+    st.one_of(
+        st.builds(lambda v: {"max_answer_tags": v}, st.integers(max_value=0)),
+        st.builds(
+            lambda v: {"spam_factor": v},
+            st.one_of(
+                st.floats(max_value=0.0, exclude_max=True),
+                st.floats(min_value=1.0, exclude_min=True),
+                st.floats(allow_nan=True).filter(lambda v: v != v),
+            ),
+        ),
+    ),
+)
+def test_out_of_range_options_are_refused_everywhere(
+    response: str, options: dict[str, Any]
+) -> None:
+    """max_answer_tags < 1 and spam_factor outside [0, 1] (or NaN) are refused by the plugin
+    functions and the routers alike, on every response, before anything is scored."""
+    ((name, value),) = options.items()
+    expected = "an int >= 1" if name == "max_answer_tags" else "a finite number in [0, 1]"
+    calls = [
+        (search_r1.compute_score, lambda: search_r1.compute_score(response, ["x"], **options)),
+        (
+            search_r1.compute_score_subem,
+            lambda: search_r1.compute_score_subem(response, ["x"], **options),
+        ),
+    ]
+    calls += [
+        (router, lambda router=router: router("searchR1_nq", response, ["x"], **options))
+        for router in (
+            reward_plugins.compute_score,
+            reward_plugins.compute_score_subem,
+            reward_plugins.compute_score_f1,
+        )
+    ]
+    for function, call in calls:
+        with pytest.raises(reward_plugins.InvalidOption) as caught:
+            call()
+        assert str(caught.value).startswith(
+            f"{function.__name__}: option {name!r} must be {expected}, got {type(value).__name__}: "
+        )
+
+
+@PROPERTY
+@given(
+    responses,
+    st.sampled_from(("format_score", "score")),
+    st.one_of(
+        st.floats(min_value=1e6, exclude_min=True),
+        st.floats(max_value=-1e6, exclude_max=True),
+        st.floats(allow_nan=True).filter(lambda v: v != v),
+    ),
+)
+def test_router_score_options_are_finite_and_bounded(
+    response: str, name: str, value: float
+) -> None:
+    """Routers refuse a score option outside [-1e6, 1e6] or NaN; the verl-compatible plugin
+    function passes format_score/score through as verl does."""
+    for router in (
+        reward_plugins.compute_score,
+        reward_plugins.compute_score_subem,
+        reward_plugins.compute_score_f1,
+    ):
+        with pytest.raises(reward_plugins.InvalidOption) as caught:
+            router("searchR1_nq", response, ["x"], **{name: value})
+        assert str(caught.value).startswith(
+            f"{router.__name__}: option {name!r} must be a finite number in [-1e+06, 1e+06], "
+            "got float: "
+        )
+    search_r1.compute_score(response, ["x"], **{name: value})  # no error
 
 
 @PROPERTY

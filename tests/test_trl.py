@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward_plugins import InvalidGroundTruth, UnknownDataSource
+from reward_plugins import InvalidGroundTruth, InvalidOption, UnknownDataSource, UnknownScorer
 from reward_plugins.adapters.trl import RewardFunction, make_reward_func
 
 verl_qa = pytest.importorskip("verl.utils.reward_score.search_r1_like_qa_em")
@@ -439,42 +439,80 @@ def test_pickle_round_trip() -> None:
 # ------------------------------------------------------------------ errors
 
 
+VALID_QA_OPTIONS = (
+    "valid options: extract, format_score, max_answer_tags, max_answer_words, normalizer, "
+    "reject_empty_gold, score, spam_factor, subem_word_boundary"
+)
+
+
 def test_unknown_option_lists_valid_ones_and_says_which_scorer_checked() -> None:
-    with pytest.raises(TypeError) as caught:
+    """Without data_source the options are checked against every registration of the name."""
+    with pytest.raises(InvalidOption) as caught:
         make_reward_func(formt_score=0.1)
-    message = str(caught.value)
-    assert "'formt_score'" in message
-    assert (
-        "valid options: extract, format_score, max_answer_tags, max_answer_words, normalizer, "
-        "reject_empty_gold, score, spam_factor, subem_word_boundary"
-    ) in message
-    assert "Search-R1" in message and "'searchR1_nq'" in message
+    assert isinstance(caught.value, TypeError)
+    assert str(caught.value) == (
+        "make_reward_func: scorer 'compute_score': compute_score: unknown option(s) "
+        f"'formt_score'; {VALID_QA_OPTIONS}"
+    )
+    assert "checked against" not in str(caught.value)
 
 
 def test_unknown_option_with_data_source() -> None:
-    with pytest.raises(TypeError, match=r"'penalize_subem'.*data_source='searchR1_musique'; valid"):
+    with pytest.raises(InvalidOption) as caught:
         make_reward_func("compute_score", "searchR1_musique", penalize_subem=True)
+    assert str(caught.value) == (
+        "make_reward_func: scorer 'compute_score', data_source='searchR1_musique': "
+        f"compute_score: unknown option(s) 'penalize_subem'; {VALID_QA_OPTIONS}"
+    )
     make_reward_func("compute_score_subem", "searchR1_musique", penalize_subem=True)
 
 
 @pytest.mark.parametrize(
-    ("options", "error", "match"),
+    ("options", "message"),
     [
-        ({"extract": "middle"}, ValueError, "extract must be one of"),
-        ({"max_answer_tags": 2.5}, TypeError, "max_answer_tags must be an int"),
-        ({"spam_factor": "x"}, TypeError, "spam_factor must be a number"),
+        (
+            {"extract": "middle"},
+            "option 'extract' must be one of 'last', 'first', got str: 'middle'",
+        ),
+        ({"max_answer_tags": 2.5}, "option 'max_answer_tags' must be an int >= 1, got float: 2.5"),
+        ({"max_answer_tags": 0}, "option 'max_answer_tags' must be an int >= 1, got int: 0"),
+        (
+            {"spam_factor": "x"},
+            "option 'spam_factor' must be a finite number in [0, 1], got str: 'x'",
+        ),
+        (
+            {"spam_factor": math.nan},
+            "option 'spam_factor' must be a finite number in [0, 1], got float: nan",
+        ),
+        (
+            {"score": 1e7},
+            "option 'score' must be a finite number in [-1e+06, 1e+06], got float: 10000000.0",
+        ),
+        ({"normalizer": 3}, "option 'normalizer' must be a str, got int: 3"),
     ],
 )
-def test_bad_option_values_fail_when_made(options, error, match) -> None:
-    with pytest.raises(error, match=match):
-        make_reward_func(data_source="searchR1_nq", **options)
+def test_bad_option_values_fail_when_made(options: dict[str, Any], message: str) -> None:
+    for data_source, where in ((None, ""), ("searchR1_nq", ", data_source='searchR1_nq'")):
+        with pytest.raises(InvalidOption) as caught:
+            make_reward_func(data_source=data_source, **options)
+        assert str(caught.value).startswith(
+            f"make_reward_func: scorer 'compute_score'{where}: compute_score: {message}"
+        )
 
 
 def test_unknown_scorer_or_data_source_fail_when_made() -> None:
-    with pytest.raises(UnknownDataSource, match="has no scorer 'compute_scor'"):
+    with pytest.raises(UnknownScorer) as caught:
         make_reward_func("compute_scor")
-    with pytest.raises(UnknownDataSource, match="did you mean 'searchR1_nq'"):
+    assert str(caught.value).startswith(
+        "make_reward_func: scorer 'compute_scor': no scorer is registered as 'compute_scor'; "
+        "did you mean 'compute_score'? Registered scorers: compute_score, "
+    )
+    with pytest.raises(UnknownDataSource) as caught:
         make_reward_func(data_source="searchR1_nqq")
+    assert str(caught.value).startswith(
+        "make_reward_func: scorer 'compute_score', data_source='searchR1_nqq': no scorer is "
+        "registered for data_source='searchR1_nqq'; did you mean 'searchR1_nq'? "
+    )
 
 
 def test_bad_rows_name_the_row() -> None:
@@ -496,8 +534,9 @@ def test_bad_rows_name_the_row() -> None:
 
 
 def test_reject_empty_gold_is_accepted_when_the_function_is_made() -> None:
-    """The option check scores a trial response against one non-empty gold, so this guard
-    passes configuration and then rejects a row whose golds are all empty."""
+    """Options are checked from their declared types when the function is made (nothing is
+    scored), so this guard passes configuration and then rejects a row whose golds are all
+    empty."""
     reward = make_reward_func(data_source="searchR1_nq", reject_empty_gold=True)
     assert reward(["q"], ["<answer>Paris</answer>"], ground_truth=["Paris"]) == [1.0]
     with pytest.raises(InvalidGroundTruth, match="row 0"):

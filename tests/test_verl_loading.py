@@ -26,7 +26,14 @@ from verl_helpers import (
 import reward_plugins
 import reward_plugins.router
 
-ROUTER_NAMES = ("compute_score", "compute_score_subem", "compute_score_f1", "compute_score_batch")
+SCORER_NAMES = (
+    "compute_score",
+    "compute_score_subem",
+    "compute_score_f1",
+    "compute_score_format",
+    "compute_score_metric",
+)
+ROUTER_NAMES = (*SCORER_NAMES, "compute_score_batch")
 LEGACY_PATH_FORMS = (str(LEGACY_ENTRY_FILE), f"file://{LEGACY_ENTRY_FILE}")
 
 
@@ -57,37 +64,65 @@ def test_pkg_loaded_compute_score_subem_matches_verl_reference() -> None:
 
 @pytest.mark.parametrize("path", LEGACY_PATH_FORMS)
 @pytest.mark.parametrize("name", ROUTER_NAMES)
-def test_legacy_file_reexports_picklable_routers(path: str, name: str) -> None:
+def test_legacy_file_resolves_names_to_the_package_routers(path: str, name: str) -> None:
+    """Any name verl asks the legacy file for is ``reward_plugins.<name>``, through the file's
+    module ``__getattr__``, and pickles by reference."""
     loaded = load_extern_object(path, name)
-    assert loaded is getattr(reward_plugins.router, name)
-    assert loaded.__module__ == "reward_plugins.router"
+    assert loaded is getattr(reward_plugins, name)
+    if name == "compute_score_batch":
+        assert loaded.__module__ == "reward_plugins.router"
+    else:
+        assert loaded.__module__ == "reward_plugins"
+        assert loaded.__qualname__ == name
     assert pickle.loads(pickle.dumps(loaded)) is loaded
 
 
+@pytest.mark.parametrize("path", LEGACY_PATH_FORMS)
+def test_legacy_file_refuses_unknown_names(path: str) -> None:
+    module = load_module(path)
+    with pytest.raises(AttributeError, match=r"has no attribute 'compute_scor': no scorer"):
+        module.compute_scor  # noqa: B018
+    with pytest.raises(AttributeError, match=r"has no attribute '_private'"):
+        module._private  # noqa: B018
+    with pytest.raises(AttributeError, match="Object not found in module: object_name='nope'"):
+        load_extern_object(path, "nope")
+
+
 def test_verl_runs_the_legacy_file_outside_sys_modules() -> None:
-    """Why the file only re-exports: verl's module for it is synthetic and not importable, so a
-    function defined there could not be pickled by reference."""
+    """Why the file defines nothing but ``__getattr__``: verl's module for it is synthetic and
+    not importable, so a function defined there could not be pickled by reference."""
     module = load_module(str(LEGACY_ENTRY_FILE))
     assert module.__name__.startswith("custom_module_")
     assert module.__name__ not in sys.modules
-    assert sorted(module.__all__) == sorted(ROUTER_NAMES)
+    defined = {name for name in vars(module) if not name.startswith("__")}
+    assert defined == {"Any", "reward_plugins"}  # its imports only
+    assert callable(vars(module)["__getattr__"])
+    for name in ROUTER_NAMES:
+        assert name not in vars(module)
+        assert getattr(module, name) is getattr(reward_plugins, name)
 
 
 def test_legacy_file_uses_absolute_imports_and_defines_nothing() -> None:
     tree = ast.parse(LEGACY_ENTRY_FILE.read_text(encoding="utf-8"))
-    imports = [node for node in tree.body if isinstance(node, ast.ImportFrom)]
-    assert imports and all(node.level == 0 for node in imports)
+    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    assert imports and all(getattr(node, "level", 0) == 0 for node in imports)
     assert not [
+        node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level != 0
+    ]
+    functions = [
         node
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda)
     ]
+    assert [(type(node), node.name) for node in functions] == [(ast.FunctionDef, "__getattr__")]
+    assert functions[0] in tree.body  # at module level (PEP 562)
+    assert not [node for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)]
 
 
 def test_legacy_file_loads_in_a_fresh_process_like_verl_04(tmp_path) -> None:
     """verl 0.3/0.4 executed the file as ``custom_module`` from the trainer's working directory."""
     code = (
-        "import importlib.util, sys\n"
+        "import importlib.util, pickle, sys\n"
         f"path = {str(LEGACY_ENTRY_FILE)!r}\n"
         "spec = importlib.util.spec_from_file_location('custom_module', path)\n"
         "module = importlib.util.module_from_spec(spec)\n"
@@ -95,7 +130,8 @@ def test_legacy_file_loads_in_a_fresh_process_like_verl_04(tmp_path) -> None:
         "spec.loader.exec_module(module)\n"
         "fn = module.compute_score\n"
         "result = fn('searchR1_nq', '<answer>Paris</answer>', {'target': ['Paris']}, None)\n"
-        "print(fn.__module__, result['score'])\n"
+        "same = pickle.loads(pickle.dumps(fn)) is fn\n"
+        "print(fn.__module__, fn.__qualname__, result['score'], same)\n"
     )
     completed = subprocess.run(
         [sys.executable, "-c", code],
@@ -105,7 +141,51 @@ def test_legacy_file_loads_in_a_fresh_process_like_verl_04(tmp_path) -> None:
         text=True,
         check=True,
     )
-    assert completed.stdout.split() == ["reward_plugins.router", "1.0"]
+    assert completed.stdout.split() == ["reward_plugins", "compute_score", "1.0", "True"]
+
+
+PLUGIN_MODULE = """
+from reward_plugins import scorer
+
+@scorer("rp_legacy_length", "rp_legacy_source")
+def length(response, golds, *, scale: float = 1.0):
+    return scale * len(response)
+"""
+
+
+def test_legacy_file_reaches_a_plugin_scorer_in_a_fresh_process(tmp_path) -> None:
+    """A scorer of an installed plugin (an entry point, never imported by hand) is reachable
+    through the legacy file by its name, and pickles by reference as ``reward_plugins.<name>``."""
+    info = tmp_path / "rp_legacy_plugin-0.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: rp-legacy-plugin\nVersion: 0.0.1\n"
+    )
+    (info / "entry_points.txt").write_text("[reward_plugins]\nlength = rp_legacy_plugin\n")
+    (tmp_path / "rp_legacy_plugin.py").write_text(PLUGIN_MODULE)
+    code = (
+        "import pickle, sys\n"
+        "from verl.utils.import_utils import load_extern_object\n"
+        f"fn = load_extern_object({str(LEGACY_ENTRY_FILE)!r}, 'rp_legacy_length')\n"
+        "print('rp_legacy_plugin' in sys.modules)\n"
+        "print(fn.__module__, fn.__qualname__, pickle.loads(pickle.dumps(fn)) is fn)\n"
+        "print(fn('rp_legacy_source', 'abcd', 'g', None, scale=2.0))\n"
+        "print(fn('rp_legacy_source', 'abc', 'g', return_dict=False))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)])},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert completed.stdout.splitlines() == [
+        "True",
+        "reward_plugins rp_legacy_length True",
+        "{'score': 8.0}",
+        "3.0",
+    ]
 
 
 def test_bare_module_name_is_taken_as_a_missing_file(tmp_path, monkeypatch) -> None:

@@ -28,7 +28,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES
@@ -85,10 +85,10 @@ def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
     """Read and check the ``REWARD_PLUGINS_*`` variables.
 
     Raises:
-        ValueError: ``REWARD_PLUGINS_OPTIONS`` is not a JSON object, or an option value is
-            rejected by the scorer (checked by scoring one empty response).
-        TypeError: an option the scorer does not accept; the message lists the valid ones.
-        UnknownDataSource: the data source or the scorer is not registered.
+        ValueError: ``REWARD_PLUGINS_OPTIONS`` is not a JSON object.
+        InvalidOption: an option the scorer does not accept (the message lists the valid ones),
+            or a value it refuses (checked from the options' declared types; nothing is scored).
+        UnknownDataSource, UnknownScorer: the data source or the scorer is not registered.
     """
     scorer = environ.get(SCORER_VARIABLE) or DEFAULT_SCORER
     data_source = environ.get(DATA_SOURCE_VARIABLE) or DEFAULT_DATA_SOURCE
@@ -211,14 +211,15 @@ def reward_func(
         try:
             ground_truth, data_source = parse_label(label)
             response = response_text(query, prompt)
-            result = route(
-                CONFIG.scorer,
-                data_source or CONFIG.data_source,
-                response,
-                ground_truth,
-                CONFIG.options,
+            results.append(
+                route(
+                    CONFIG.scorer,
+                    data_source or CONFIG.data_source,
+                    response,
+                    ground_truth,
+                    CONFIG.options,
+                )
             )
-            results.append(cast("dict[str, Any]", result))  # return_dict=True: always a dict
         except Exception:
             logger.exception("reward_plugins could not score row %d (label %.200r)", row, label)
             raise

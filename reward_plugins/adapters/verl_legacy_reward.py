@@ -18,5 +18,10 @@ import reward_plugins
 
 
 def __getattr__(name: str) -> Any:
-    """``reward_plugins.<name>``: a registered scorer's router, or ``compute_score_batch``."""
+    """``reward_plugins.<name>``: a registered scorer's router, or ``compute_score_batch``.
+
+    Special names (``__path__``, ``__all__``, ...) are not forwarded: this file is not the package.
+    """
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(reward_plugins, name)

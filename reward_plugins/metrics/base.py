@@ -202,7 +202,7 @@ class TokenPairMetric(Metric):
 
     @staticmethod
     @abstractmethod
-    def pair_score(predicted: list[str], gold: list[str]) -> float:
+    def pair_score(predicted: list[str], gold: list[str], /) -> float:
         """The score of two non-empty token lists."""
 
     def _tokens(self, text: str) -> list[str]:

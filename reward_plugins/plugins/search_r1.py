@@ -378,7 +378,8 @@ def _format_outcome(
         answer = spans[-1].strip() if len(spans) >= 2 else None
         tag_counts = (solution_str.count(f"<{answer_tag}>"), solution_str.count(f"</{answer_tag}>"))
     else:
-        answer, *tag_counts = scan_tags(solution_str, answer_tag, "last")
+        answer, opening, closing = scan_tags(solution_str, answer_tag, "last")
+        tag_counts = (opening, closing)
     comparison = compare(
         answer,
         golds,
