@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import copy
 import difflib
 import importlib
 import inspect
@@ -111,7 +112,7 @@ class Registration:
                 if not message.startswith(f"{self.name}:"):
                     message = f"{self.name}: {message}"
                 raise InvalidOption(message) from None
-        bound = Bound(self, dict(options))
+        bound = Bound(self, copy.deepcopy(dict(options)))  # a later edit cannot reach it
         if key is not None:
             if len(self._bound) >= _MAX_BOUND_OPTION_SETS:
                 self._bound.clear()

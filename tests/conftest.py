@@ -6,15 +6,13 @@ Ray, TRL or OpenRLHF, or that install packages. A test or module may carry the m
 get it here, on every test they hold. ``pytest -m "not slow"`` then runs the package's own tests
 (extraction, normalization, metrics, routing, the CLI, parity with verl's reference scorer).
 
-When ``-m`` deselects every test marked ``slow`` whatever its other marks (``-m "not slow"``,
-``-m "not slow and not foo"``), the modules of :data:`SLOW_MODULES` are not even imported: their
+Under ``-m "not slow"`` the modules of :data:`SLOW_MODULES` are not even imported: their
 module-level imports of verl's trainer, Ray, TRL and OpenRLHF cost more than the package's tests
 take. Their tests are then absent from the "deselected" count.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -48,52 +46,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Skip importing a module of :data:`SLOW_MODULES` when ``-m`` would deselect all its tests."""
-    if collection_path.name in SLOW_MODULES and _deselects_every_slow_test(config.option.markexpr):
+    """Under ``-m "not slow"``, do not even import the modules of :data:`SLOW_MODULES`."""
+    if collection_path.name in SLOW_MODULES and config.option.markexpr.strip() == "not slow":
         return True
     return None  # no opinion: pytest's other rules decide
-
-
-def _deselects_every_slow_test(markexpr: str) -> bool:
-    """Whether the ``-m`` expression is false for a test marked ``slow``, whatever else it has.
-
-    Every assignment of the expression's other names (with or without arguments) is tried; any
-    expression pytest's parser accepts is handled, and anything unexpected answers False, so the
-    modules get collected and ``-m`` applies as usual.
-    """
-    if not markexpr:
-        return False
-    try:
-        from _pytest.mark.expression import Expression
-
-        expression = Expression.compile(markexpr)
-    except Exception:
-        return False
-    others: list[tuple[str, tuple[tuple[str, Any], ...]]] = []
-
-    def evaluate(assignment: dict[tuple[str, tuple[tuple[str, Any], ...]], bool]) -> bool:
-        def matcher(name: str, /, **kwargs: Any) -> bool:
-            key = (name, tuple(sorted(kwargs.items())))
-            if key == ("slow", ()):
-                return True
-            if key not in others:
-                others.append(key)  # found now; a later round tries both of its values
-            return assignment.get(key, False)
-
-        return expression.evaluate(matcher)
-
-    tried = -1
-    while tried != len(others):
-        tried = len(others)
-        if tried > 8:
-            return False
-        for values in itertools.product((False, True), repeat=tried):
-            try:
-                if evaluate(dict(zip(others, values, strict=False))):
-                    return False
-            except Exception:
-                return False
-    return True
 
 
 # --- fixtures ------------------------------------------------------------------------------

@@ -538,3 +538,14 @@ def test_a_lookup_racing_the_plugin_import_waits_for_whole_registrations() -> No
     # compute_score_metric needs a metric option: the only error is that one, not a lookup miss
     errors = eval(completed.stdout.strip().splitlines()[-1])
     assert len(errors) == 1 and "missing required option(s) 'metric'" in errors[0], errors
+
+
+def test_a_bound_option_set_is_not_reached_by_later_edits_of_its_values() -> None:
+    response = "<think>a</think><answer>x</answer><|im_end|>"
+    markers = ["<|im_end|>"]
+    first = reward_plugins.compute_score_format("searchR1_nq", response, "x", end_markers=markers)
+    markers.clear()
+    second = reward_plugins.compute_score_format("searchR1_nq", response, "x", end_markers=markers)
+    markers.append("<|im_end|>")
+    third = reward_plugins.compute_score_format("searchR1_nq", response, "x", end_markers=markers)
+    assert (first["format_valid"], second["format_valid"], third["format_valid"]) == (1.0, 0.0, 1.0)

@@ -36,7 +36,6 @@ from verl_helpers import (
     SHIPPED_CONFIGS,
     Sample,
     build_batch,
-    build_tokenizer,
     compose,
     hand_reward,
     run_reward_loop,
@@ -51,11 +50,6 @@ LEGACY_PATH_OVERRIDE = f"custom_reward_function.path={LEGACY_ENTRY_FILE}"
 VERL_DEFAULT_OPTIONS = {"max_answer_tags": 10, "spam_factor": 0.25, "extract": "last"}
 """Options verl's reference scorer has built in: a command may change only format_score and
 score and still be checked against it."""
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    return build_tokenizer()
 
 
 def rewards_from_reward_loop(tokenizer: Any, config: DictConfig) -> list[float]:

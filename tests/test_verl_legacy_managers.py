@@ -22,7 +22,6 @@ from verl_helpers import (
     LEGACY_ENTRY_FILE,
     MIXED_SAMPLES,
     build_batch,
-    build_tokenizer,
     compose,
     stock_verl_config,
     verl_reference_reward,
@@ -31,11 +30,6 @@ from verl_helpers import (
 import reward_plugins.router
 
 LOGGED_KEYS = {"score", "acc", "em", "subem", "f1", "answer_found", "answer_tags", "spam_penalized"}
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    return build_tokenizer()
 
 
 def legacy_config(*overrides: str) -> Any:

@@ -20,7 +20,6 @@ from verl_helpers import (
     MIXED_SAMPLES,
     REPO_ROOT,
     build_batch,
-    build_tokenizer,
     compose,
     hand_reward,
     run_reward_loop,
@@ -41,11 +40,6 @@ def local_ray() -> Iterator[None]:
     )
     yield
     ray.shutdown()
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    return build_tokenizer()
 
 
 @ray.remote

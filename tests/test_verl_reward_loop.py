@@ -21,7 +21,6 @@ from verl_helpers import (
     MIXED_SAMPLES,
     Sample,
     build_batch,
-    build_tokenizer,
     compose,
     hand_reward,
     run_reward_loop,
@@ -31,11 +30,6 @@ from verl_helpers import (
 REWARD_LOOP_MANAGERS = ("naive", "dapo", "rate_limited")
 LOGGED_KEYS = ("score", "acc", "em", "subem", "f1", "answer_found", "answer_tags", "spam_penalized")
 """The keys the README promises, written out here independently of the package."""
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Any:
-    return build_tokenizer()
 
 
 @pytest.fixture(autouse=True)
