@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import reward_plugins
 from reward_plugins.metrics import (
     METRICS,
     Bleu4,
@@ -185,7 +186,7 @@ def test_unknown_option_lists_valid_ones() -> None:
     ],
 )
 def test_invalid_option_values(options: dict[str, object], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(reward_plugins.InvalidOption, match=message):
         score("f1", "a", "a", **options)
 
 
@@ -196,7 +197,7 @@ def test_invalid_option_values(options: dict[str, object], message: str) -> None
         ("bleu_4", {"smooth": "exp", "smooth_value": 0.5}, ValueError, "takes no smooth_value"),
         ("bleu_4", {"smooth": "floor", "smooth_value": -1}, ValueError, "must be >= 0"),
         ("bleu_4", {"smooth": "floor", "smooth_value": "1"}, TypeError, "must be a number"),
-        ("bleu_4", {"effective_order": 1}, TypeError, "effective_order must be a bool"),
+        ("bleu_4", {"effective_order": 1}, TypeError, "option 'effective_order' must be a bool"),
         ("bleu_4", {"lowercase": True}, ValueError, "'lowercase' needs a compat preset"),
         ("rouge_l", {"use_stemmer": True}, ValueError, "'use_stemmer' needs a compat preset"),
         ("rouge_l", {"compat": "rouge_score", "normalizer": "squad"}, ValueError, "fixes"),
@@ -208,8 +209,9 @@ def test_invalid_option_values(options: dict[str, object], message: str) -> None
 def test_invalid_metric_options(
     metric: str, options: dict[str, object], error: type[Exception], message: str
 ) -> None:
-    with pytest.raises(error, match=message):
+    with pytest.raises(error, match=message) as caught:
         get_metric(metric, **options)
+    assert type(caught.value) is reward_plugins.InvalidOption
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from reward_plugins.errors import InvalidInput, InvalidOption
+
 _COUNT_RESAMPLING_MIN_SIZE = 10_000
 """From this many values, inputs with few distinct values are resampled through their counts."""
 
@@ -36,20 +38,20 @@ def bootstrap_mean(
         MeanCI(mean=1.0, low=1.0, high=1.0, n=3)
 
     Raises:
-        ValueError: ``confidence`` is not in (0, 1), ``resamples`` is not positive, or a value
+        InvalidOption, InvalidInput: ``confidence`` is not in (0, 1), ``resamples`` is not positive, or a value
             is not a finite number (NaN would silently poison the mean).
     """
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        raise InvalidOption(f"confidence must be in (0, 1), got {confidence!r}")
     if resamples < 1:
-        raise ValueError(f"resamples must be positive, got {resamples!r}")
+        raise InvalidOption(f"resamples must be positive, got {resamples!r}")
     data = np.asarray(list(values), dtype=float)
     if data.ndim != 1:
-        raise ValueError(f"values must be a flat sequence of numbers, got shape {data.shape}")
+        raise InvalidInput(f"values must be a flat sequence of numbers, got shape {data.shape}")
     not_finite = np.flatnonzero(~np.isfinite(data))
     if not_finite.size:
         index = int(not_finite[0])
-        raise ValueError(f"values[{index}] is {float(data[index])!r}; every value must be finite")
+        raise InvalidInput(f"values[{index}] is {float(data[index])!r}; every value must be finite")
     if data.size == 0:
         return MeanCI(float("nan"), float("nan"), float("nan"), 0)
     mean = float(data.mean())

@@ -40,10 +40,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.metrics.base import (
     Metric,
     Targets,
     check_choice,
+    check_flag,
     check_prediction,
     coerce_targets,
     reject_with_compat,
@@ -301,8 +303,8 @@ class Bleu4(Metric):
             self.name,
         )
         self.smooth_value = self._check_smooth_value(smooth_value)
-        self.effective_order = self._check_flag(effective_order, "effective_order")
-        self.lowercase = self._check_flag(lowercase is not None and lowercase, "lowercase")
+        self.effective_order = check_flag(effective_order, "effective_order", self.name)
+        self.lowercase = check_flag(lowercase is not None and lowercase, "lowercase", self.name)
         # sacrebleu scores on 0-100 and the last bits of its result depend on that scale.
         self._scale = 100.0 if self.compat else 1.0
 
@@ -310,19 +312,15 @@ class Bleu4(Metric):
         if value is None:
             return SMOOTHING_DEFAULT_VALUES[self.smooth]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(
+            raise InvalidOption(
                 f"{self.name}: smooth_value must be a number, got {type(value).__name__}"
             )
         if SMOOTHING_DEFAULT_VALUES[self.smooth] is None:
-            raise ValueError(f"{self.name}: smooth={self.smooth!r} takes no smooth_value")
+            raise InvalidOption(f"{self.name}: smooth={self.smooth!r} takes no smooth_value")
         if not value >= 0:
-            raise ValueError(f"{self.name}: smooth_value must be >= 0, got {value!r}")
+            raise InvalidOption(f"{self.name}: smooth_value must be >= 0, got {value!r}")
         return value
 
-    def _check_flag(self, value: object, option: str) -> bool:
-        if not isinstance(value, bool):
-            raise TypeError(f"{self.name}: {option} must be a bool, got {type(value).__name__}")
-        return value
 
     @property
     def signature(self) -> str:
@@ -400,7 +398,7 @@ class Bleu4(Metric):
                 reference; TypeError: a row is not a string (the message names the row).
         """
         if len(predictions) != len(references):
-            raise ValueError(
+            raise InvalidInput(
                 f"{self.name}: {len(predictions)} predictions but {len(references)} reference rows"
             )
         sums = [0] * (2 + 2 * MAX_ORDER)

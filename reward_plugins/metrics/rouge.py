@@ -27,6 +27,7 @@ from reward_plugins.metrics.base import (
     Targets,
     TokenPairMetric,
     check_choice,
+    check_flag,
     f_measure,
     reject_with_compat,
     reject_without_compat,
@@ -97,10 +98,8 @@ class RougeL(TokenPairMetric):
         if compat is not None:
             self.compat: str | None = check_choice(compat, (ROUGE_SCORE,), "compat", self.name)
             reject_with_compat(self.name, compat, normalizer=normalizer, tokenizer=tokenizer)
-            if use_stemmer is not None and not isinstance(use_stemmer, bool):
-                raise TypeError(
-                    f"{self.name}: use_stemmer must be a bool, got {type(use_stemmer).__name__}"
-                )
+            if use_stemmer is not None:
+                check_flag(use_stemmer, "use_stemmer", self.name)
             tokenizer = "rouge_score_porter" if use_stemmer else "rouge_score"
         else:
             reject_without_compat(self.name, use_stemmer=use_stemmer)
