@@ -38,8 +38,8 @@ def bootstrap_mean(
         MeanCI(mean=1.0, low=1.0, high=1.0, n=3)
 
     Raises:
-        InvalidOption, InvalidInput: ``confidence`` is not in (0, 1), ``resamples`` is not positive, or a value
-            is not a finite number (NaN would silently poison the mean).
+        InvalidOption: ``confidence`` is not in (0, 1), or ``resamples`` is not positive.
+        InvalidInput: a value is not a finite number (NaN would silently poison the mean).
     """
     if not 0.0 < confidence < 1.0:
         raise InvalidOption(f"confidence must be in (0, 1), got {confidence!r}")
