@@ -81,6 +81,8 @@ class Registration:
     origin: str
     """The module, and the entry point and distribution when loaded through one."""
     validate: Validator | None = None
+    default: Bound | None = field(default=None, repr=False)
+    """The scorer bound without options, once a call has made it."""
     _bound: dict[Any, Bound] = field(default_factory=dict, repr=False)
 
     @property
@@ -94,6 +96,8 @@ class Registration:
             InvalidOption: an unknown option, a missing required one, or a value that the
                 option's type, range or the scorer's own validator refuses.
         """
+        if not options and self.default is not None:
+            return self.default
         try:
             key = freeze(options) if options else ()
             bound = self._bound.get(key)
@@ -113,6 +117,8 @@ class Registration:
                     message = f"{self.name}: {message}"
                 raise InvalidOption(message) from None
         bound = Bound(self, copy.deepcopy(dict(options)))  # a later edit cannot reach it
+        if not options:
+            self.default = bound
         if key is not None:
             if len(self._bound) >= _MAX_BOUND_OPTION_SETS:
                 self._bound.clear()
@@ -128,7 +134,7 @@ class Bound:
     def __init__(self, registration: Registration, options: dict[str, Any]) -> None:
         self.registration = registration
         self.options = options
-        self.keys: frozenset[str] | None = None
+        self.keys: tuple[str, ...] | None = None
         """The key set of the first result; every later result must have the same."""
         self.plain = (
             registration.ground_truth == "golds"
@@ -164,7 +170,9 @@ class Bound:
         """Score one response; a coroutine scorer runs to completion in an event loop."""
         if self.plain:
             golds = coerce_golds(ground_truth, data_source)
-            return self.shape(self.registration.function(response, golds, **self.options))
+            if self.options:
+                return self.shape(self.registration.function(response, golds, **self.options))
+            return self.shape(self.registration.function(response, golds))
         truth, options = self._arguments(ground_truth, data_source, extra_info)
         result = self.registration.function(response, truth, **options)
         if self.registration.is_async:
@@ -188,30 +196,38 @@ class Bound:
         return self.shape(await self.registration.function(response, truth, **options))
 
     def shape(self, result: Any) -> Result:
-        """The result as a dict with ``score``, every value a number, the key set fixed.
+        """The result as a dict with ``score``, every value a finite number, the key set fixed.
 
         Raises:
             PluginError: the scorer returned something else, or other keys than before.
         """
+        keys = self.keys
+        if type(result) is not dict or keys is None or tuple(result) != keys:
+            result = self._first_or_unusual(result)
+        try:  # one pass in C: refuses anything that is not a number, and sums NaN or inf to NaN/inf
+            if math.isfinite(math.fsum(result.values())):
+                return result
+        except (TypeError, ValueError, OverflowError):
+            pass
+        self._check_values(result)  # raises, naming the key (or accepts an fsum overflow)
+        return result
+
+    def _first_or_unusual(self, result: Any) -> Result:
+        """A number or non-dict result made a dict; the first key set recorded; another key set
+        refused (the same keys in another order are accepted)."""
         if type(result) is float or type(result) is int:
             result = {"score": result}
         elif type(result) is not dict:
             result = self._coerce(result)
-        keys = self.keys
-        if keys is None:
+        if self.keys is None:
             self._check_values(result)
-            self.keys = frozenset(result)
-        elif result.keys() != keys:
+            self.keys = tuple(result)
+        elif result.keys() != set(self.keys):
             raise PluginError(
                 f"scorer {self.registration.name!r} ({self.registration.qualified_name}) "
                 f"returned keys {sorted(result)}, but its first result with the same options "
-                f"had keys {sorted(keys)}: verl needs the same keys on every sample"
+                f"had keys {sorted(self.keys)}: verl needs the same keys on every sample"
             )
-        else:
-            for value in result.values():
-                if type(value) is not float and type(value) is not int:
-                    self._check_values(result)
-                    break
         return result
 
     def _coerce(self, result: Any) -> Result:
@@ -234,8 +250,8 @@ class Bound:
                     f"{name} returned {key}={value!r:.60} ({type(value).__name__}); result "
                     "values must be numbers (verl averages them)"
                 )
-        if not math.isfinite(result["score"]):
-            raise PluginError(f"{name} returned a non-finite score {result['score']!r}")
+            if not math.isfinite(value):
+                raise PluginError(f"{name} returned a non-finite {key} {value!r}")
 
 
 def read_only(value: Any) -> Any:

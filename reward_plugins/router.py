@@ -123,7 +123,8 @@ def route(
     if options or return_dict is not True:
         bound = _bind(scorer, data_source, options, return_dict)
     else:  # verl's usual call: no options
-        bound = lookup(data_source, scorer).bind(options)
+        registration = lookup(data_source, scorer)
+        bound = registration.default or registration.bind(options)
     if type(solution_str) is not str:
         _check_response(data_source, solution_str)
     try:

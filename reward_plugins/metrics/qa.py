@@ -23,7 +23,7 @@ References:
 from __future__ import annotations
 
 from collections import Counter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.metrics.base import (
@@ -95,6 +95,8 @@ def _count_tokens(tokens: list[str]) -> dict[str, int]:
 
 _GOLD_CACHE_SIZE = 4096
 _gold_caches: dict[tuple[str, bool], dict[tuple[str, ...], GoldIndex]] = {}
+_last_index: tuple[Any, str, bool, GoldIndex] = ((), "", False, GoldIndex(()))
+"""The last lookup, replaced whole (one reference: safe to read from any thread)."""
 
 
 def gold_index(
@@ -108,6 +110,10 @@ def gold_index(
         InvalidGroundTruth: ``reject_empty_gold`` and every gold normalizes to ``""``.
         InvalidOption: unknown ``normalizer``.
     """
+    global _last_index
+    last = _last_index  # the rows of a GRPO group share one golds tuple: one read, no hashing
+    if last[0] is golds and last[1] == normalizer and last[2] is reject_empty_gold:
+        return last[3]
     cache = _gold_caches.get((normalizer, reject_empty_gold))
     if cache is None:
         get_normalizer(normalizer)  # validate the name before creating a cache for it
@@ -127,6 +133,7 @@ def gold_index(
         if len(cache) >= _GOLD_CACHE_SIZE:
             cache.clear()
         cache[golds] = index
+    _last_index = (golds, normalizer, reject_empty_gold, index)
     return index
 
 
@@ -217,7 +224,7 @@ def compare(
         (
             em,
             em or subem_match(normalized, index, subem_word_boundary),
-            best_token_f1(normalized, index) if with_f1 else 0.0,
+            (1.0 if em and normalized else best_token_f1(normalized, index)) if with_f1 else 0.0,
             max_answer_words is not None and len(answer.split()) > max_answer_words,
         ),
     )
