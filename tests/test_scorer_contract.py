@@ -549,3 +549,28 @@ def test_a_bound_option_set_is_not_reached_by_later_edits_of_its_values() -> Non
     markers.append("<|im_end|>")
     third = reward_plugins.compute_score_format("searchR1_nq", response, "x", end_markers=markers)
     assert (first["format_valid"], second["format_valid"], third["format_valid"]) == (1.0, 0.0, 1.0)
+
+
+def test_gold_indexes_stay_within_their_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distinct large ground truths (64 of 256 KiB, scored with F1 so every lazily built part
+    exists) do not pile up: the gold indexes are bounded by bytes, not only by entries."""
+    import tracemalloc
+
+    from reward_plugins import groundtruth
+    from reward_plugins.metrics import qa
+
+    budget = 2 * 1024 * 1024
+    monkeypatch.setattr(qa, "GOLD_INDEX_BYTE_BUDGET", budget)
+    monkeypatch.setattr(groundtruth, "MEMO_BYTE_BUDGET", budget)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for seed in range(64):
+            gold = " ".join(f"w{seed}x{i}" for i in range(256 * 1024 // 10))
+            response = f"<answer>w{seed}x1 w{seed}x2</answer>"
+            reward_plugins.compute_score_f1("searchR1_nq", response, {"target": [gold]})
+            assert qa._gold_bytes <= budget
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 4 * budget, f"{kept / 2**20:.1f} MiB kept"

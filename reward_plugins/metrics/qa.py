@@ -22,6 +22,7 @@ References:
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any, NamedTuple
 
@@ -94,7 +95,14 @@ def _count_tokens(tokens: list[str]) -> dict[str, int]:
 
 
 _GOLD_CACHE_SIZE = 4096
+GOLD_INDEX_BYTE_BUDGET = 64 * 1024 * 1024
+"""The gold indexes kept stay within an estimated 64 MiB (and 4096 per normalizer). Each counts
+200 bytes, four times the size of its golds (the key, the normalized golds, the padded copies)
+and 256 bytes a token (F1's token sets and counts); one estimated above a quarter of the budget
+is not kept."""
 _gold_caches: dict[tuple[str, bool], dict[tuple[str, ...], GoldIndex]] = {}
+_gold_bytes = 0
+_gold_lock = threading.Lock()
 _last_index: tuple[Any, str, bool, GoldIndex] = ((), "", False, GoldIndex(()))
 """The last lookup, replaced whole (one reference: safe to read from any thread)."""
 
@@ -130,11 +138,26 @@ def gold_index(
                     f"{normalizer!r} (reject_empty_gold=True), golds: {golds!r:.200}"
                 )
         index = GoldIndex(strings)
-        if len(cache) >= _GOLD_CACHE_SIZE:
-            cache.clear()
-        cache[golds] = index
+        _keep(cache, golds, index)
     _last_index = (golds, normalizer, reject_empty_gold, index)
     return index
+
+
+def _keep(
+    cache: dict[tuple[str, ...], GoldIndex], golds: tuple[str, ...], index: GoldIndex
+) -> None:
+    """Remember ``index`` within the entry and byte budgets (all caches are emptied when full)."""
+    global _gold_bytes
+    size = 200 + sum(4 * gold.__sizeof__() + 256 * (gold.count(" ") + 1) for gold in golds)
+    if size > GOLD_INDEX_BYTE_BUDGET // 4:
+        return
+    with _gold_lock:
+        if len(cache) >= _GOLD_CACHE_SIZE or _gold_bytes + size > GOLD_INDEX_BYTE_BUDGET:
+            for each in _gold_caches.values():
+                each.clear()
+            _gold_bytes = 0
+        cache[golds] = index
+        _gold_bytes += size
 
 
 def subem_match(normalized: str, golds: GoldIndex, word_boundary: bool = False) -> bool:
