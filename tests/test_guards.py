@@ -1,9 +1,13 @@
 """The opt-in answer guards, on and off, for every QA scorer (plugin function and router).
 
 Guards: ``subem_word_boundary``, ``max_answer_words``, ``reject_empty_gold``, ``normalizer``.
-Expected rewards are worked by hand from the rules in issue 6 (item 3) and verl's decision
-table (fact sheet section 2); the property tests compare with oracles written here from the
-same rules (SQuAD normalization, SQuAD v1.1 token F1), sharing no code with ``reward_plugins``.
+Expected rewards are worked by hand from each guard's rule (the table in
+``docs/reward-hacks.md``) and the decision tables upstream: verl's
+``verl/utils/reward_score/search_r1_like_qa_em.py`` (no answer: 0; a match: ``score``;
+otherwise ``format_score``) and, for ``compute_score_format``, ``compute_score_em`` in
+Search-R1's ``verl/utils/reward_score/qa_em_format.py``. The property tests compare with oracles
+written here from the same rules (SQuAD v1.1 normalization and token F1, as in the official
+``evaluate-v1.1.py``), sharing no code with ``reward_plugins``.
 
 Settings: the QA scorers run with ``format_score=0.1`` so that "no match paid" (0.1) differs from
 "no answer" (0); ``compute_score_format`` runs with Search-R1's v0.3 scores (s=0.2, f=0.1) on a

@@ -73,7 +73,9 @@ def _cases(seed: int, count: int, max_targets: int = 3) -> Iterator[tuple[str, l
 @pytest.mark.parametrize(
     ("prediction", "references", "options", "expected"),
     [
-        # Anchors of metric-conventions.md section 4 (sacrebleu 2.6.0 outputs, 0-100).
+        # sacrebleu 2.6.0 outputs, 0-100: sentence_bleu(prediction, references).score with the
+        # options as smooth_method, use_effective_order and lowercase (sacrebleu/compat.py,
+        # computed by sacrebleu/metrics/bleu.py).
         ("the cat sat on a mat", ["the cat sat on the mat"], {}, 53.7284965912),
         ("the cat sat on a mat", ["the cat sat on the mat"], {"smooth": "none"}, 53.7284965912),
         ("the cat sat on a mat", ["the cat sat on the mat"], {"smooth": "floor"}, 53.7284965912),
@@ -173,7 +175,8 @@ def test_long_sentence_bleu_matches_sacrebleu() -> None:
 
 
 def test_corpus_bleu_anchors() -> None:
-    # metric-conventions.md section 4: 86.6877899750182 and 100.00000000000004 (NLTK: 0.795).
+    # sacrebleu 2.6.0's corpus_bleu(hypotheses, [references]).score (sacrebleu/metrics/bleu.py):
+    # 86.6877899750182 and 100.00000000000004.
     value = corpus_bleu(
         ["the cat sat on the mat", "hello"],
         [["the cat sat on the mat"], ["hello there"]],
@@ -211,7 +214,8 @@ def test_default_bleu_is_nltk_method2_from_four_tokens() -> None:
 
 # --- rouge-score ---------------------------------------------------------------------------------
 def test_rouge_score_anchor() -> None:
-    # metric-conventions.md section 7: rougeL F = 0.5882352941176471.
+    # The sample in RougeScorer's docstring (rouge/rouge_scorer.py, rouge-score 0.1.2):
+    # RougeScorer(["rougeL"]).score(target, prediction)["rougeL"].fmeasure = 0.5882352941176471.
     value = rouge_l(
         "The quick brown dog jumps on the log.",
         "The quick brown fox jumps over the lazy dog",
@@ -249,9 +253,10 @@ def test_rouge_score_empty_rules() -> None:
 
 
 # --- SQuAD v1.1 ----------------------------------------------------------------------------------
-# The official evaluate-v1.1.py logic, restated from its definition (metric-conventions.md
-# section 1): lower, delete ASCII punctuation, articles -> space, whitespace fix; F1 = 0 when no
-# token is shared; P and R computed first, F = (2 * P * R) / (P + R); max over ground truths.
+# The official evaluate-v1.1.py logic (SQuAD v1.1, Rajpurkar et al. 2016,
+# rajpurkar.github.io/SQuAD-explorer), restated from its definition: lower, delete ASCII
+# punctuation, articles -> space, whitespace fix; F1 = 0 when no token is shared; P and R
+# computed first, F = (2 * P * R) / (P + R); max over ground truths.
 def _squad_normalize(text: str) -> str:
     text = text.lower()
     text = "".join(char for char in text if char not in set(string.punctuation))
@@ -281,7 +286,7 @@ def _squad_max(metric: Callable[[str, str], float], prediction: str, truths: lis
 @pytest.mark.parametrize(
     ("prediction", "gold", "em", "f1_value"),
     [
-        # The anchor table of metric-conventions.md section 1.
+        # What evaluate-v1.1.py's exact_match_score and f1_score give (its logic restated above).
         ("", "", 1.0, 0.0),
         ("the", "", 1.0, 0.0),
         ("The Cat!", "cat", 1.0, 1.0),

@@ -21,8 +21,8 @@ PUNCTUATION = frozenset(string.punctuation)
 
 
 def squad_normalize(text: str) -> str:
-    """SQuAD v1.1 normalization as the fact sheet states it: lower, drop ASCII punctuation,
-    replace the words a/an/the by spaces, collapse whitespace."""
+    """SQuAD v1.1 normalization (``normalize_answer`` of the official ``evaluate-v1.1.py``):
+    lower, drop ASCII punctuation, replace the words a/an/the by spaces, collapse whitespace."""
     without_punctuation = "".join(c for c in text.lower() if c not in PUNCTUATION)
     return " ".join(ARTICLES.sub(" ", without_punctuation).split())
 

@@ -2,13 +2,16 @@
 
 Provenance of the expected values:
 
-- The decision-table rows and their v0.3 values are copied from the fact sheet
-  (``shared/reference/search-r1-rewards.md`` section 4.2), which reproduced them by running
-  Search-R1's ``qa_em_format.compute_score_em``.
+- The decision-table rows follow the branches of ``compute_score_em`` in Search-R1's
+  ``verl/utils/reward_score/qa_em_format.py`` (github.com/PeterGriffinJin/Search-R1); their
+  rewards were reproduced by running that file's functions (``is_valid_sequence``,
+  ``extract_solution``, ``is_retrieval_correct``, ``compute_score_em``) on the prompt-included
+  rows, under each setting of ``EXPECTED``.
 - The generated trajectories are checked against ``_oracle_reward``, an implementation of
-  Search-R1's ``is_valid_sequence`` + ``compute_score_em`` written here from the fact sheet's
-  description (section 4.1 state table, balanced tag counts, ``re.finditer`` extraction with the
-  >= 2-match rule, information-block retrieval check) and the SQuAD normalization recipe. It
+  Search-R1's ``is_valid_sequence`` + ``compute_score_em`` written here from that file (the
+  ``is_valid_sequence`` state table, balanced tag counts, ``extract_solution``'s
+  ``re.finditer`` extraction with its >= 2-match rule, ``is_retrieval_correct``'s
+  information-block check) and SQuAD v1.1's ``normalize_answer`` (``evaluate-v1.1.py``). It
   shares no code with ``reward_plugins``.
 
 How the two modes map onto that oracle:
@@ -49,11 +52,12 @@ FORMAT_KEYS = [
     "format_valid",
     "retrieval_hit",
 ]
-"""QA_RESULT_KEYS as the common brief lists them, then the two format keys (issue 6 item 5)."""
+"""The keys every QA scorer returns (``QA_RESULT_KEYS``), then ``format_valid`` and
+``retrieval_hit``."""
 
 ASSISTANT = "<|im_start|>assistant\n"
 END_MARKERS = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>")
-"""The issue's default end-of-turn markers."""
+"""The plugin's default end-of-turn markers (``trajectory.DEFAULT_END_MARKERS``)."""
 
 # Prompts in Qwen's chat template. The real Search-R1 instruction names the answer tags once
 # ("inside <answer> and </answer>") and gives one example, so its prompt alone holds two answer
@@ -111,7 +115,7 @@ def _squad(text: str) -> str:
 
 
 def _oracle_valid(text: str) -> bool:
-    """Search-R1's ``is_valid_sequence``, from the fact sheet's section 4.1."""
+    """Search-R1's ``is_valid_sequence`` (``qa_em_format.py``), restated as a transition table."""
     marker = re.search(r"<\|im_start\|>assistant\s*", text)
     if marker is None:
         return False
@@ -178,7 +182,7 @@ def _oracle_response_only(response: str, golds: list[str], **params: Any) -> tup
 
 
 def _row(outcome: tuple, golds: list[str]) -> str:
-    """The decision-table row (fact sheet section 4.2) an oracle outcome falls in."""
+    """The row of ``compute_score_em``'s decision table that an oracle outcome falls in."""
     _, valid, hit, answer = outcome
     if answer is None:
         return f"no answer, valid={valid}, hit={hit}"
@@ -436,8 +440,9 @@ DECISION_ROWS = [
     ),
 ]
 
-# The fact sheet's reward column per row number: v0.3 (s=0.2, f=0.1, r=0), the same with
-# r=0.1, and the defaults (pure EM).
+# The reward per row number, as Search-R1's qa_em_format.py ``compute_score_em`` returns it
+# on the prompt-included rows above: v0.3 (s=0.2, f=0.1, r=0), the same with r=0.1, and the
+# defaults (s = f = r = 0: pure EM).
 EXPECTED = {
     "v0.3": (V03, {1: 0.2, 2: 0.2, 3: 0, 4: 1.0, 5: 0.8, 6: 0.2, 7: 0.2, 8: 0.1}),
     "v0.3 r=0.1": (V03_R, {1: 0.3, 2: 0.2, 3: 0, 4: 1.0, 5: 0.8, 6: 0.3, 7: 0.2, 8: 0.1}),
@@ -530,8 +535,9 @@ def test_single_answer_modes() -> None:
     assert search_r1.compute_score_format(single, "Paris") == 1.0
     # Upstream's strings without the assistant marker are invalid and have no answer.
     assert search_r1.compute_score_format(single, "Paris", prompt_included=True, **V03) == 0
-    # The completion-only port (fact sheet section 6): a valid trajectory whose only answer is
-    # not extracted gets s; with the answer twice it is extracted but invalid: S - s.
+    # Upstream's functions on a completion alone behind the assistant marker (no prompt, so no
+    # example answer): a valid trajectory whose only answer is not extracted (the >= 2-match
+    # rule) gets s; with the answer twice it is extracted but invalid: S - s.
     completion = ASSISTANT.rstrip("\n") + single
     assert search_r1.compute_score_format(completion, "Paris", prompt_included=True) == 0
     assert search_r1.compute_score_format(

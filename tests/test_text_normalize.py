@@ -27,7 +27,8 @@ texts = st.text(alphabet=st.one_of(st.characters(), st.sampled_from(_TRICKY)), m
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        # Rows of the SQuAD v1.1 anchor table (metric-conventions.md section 1), worked by hand.
+        # normalize_answer of SQuAD v1.1's official evaluate-v1.1.py (Rajpurkar et al. 2016),
+        # worked by hand; verl's search_r1_like_qa_em.normalize_answer gives the same.
         ("The Cat!", "cat"),
         ("U.S.", "us"),
         ("1,000", "1000"),

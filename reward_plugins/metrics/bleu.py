@@ -27,8 +27,8 @@ then pays off. Both give the same counts.
 References:
     Papineni et al. 2002, "BLEU"; Lin and Och 2004, "ORANGE" (BLEU+1); Chen and Cherry 2014, "A
     Systematic Comparison of Smoothing Techniques for Sentence-Level BLEU"; Post 2018,
-    "A Call for Clarity in Reporting BLEU Scores" (sacrebleu; restated in
-    ``metric-conventions.md`` section 4).
+    "A Call for Clarity in Reporting BLEU Scores" (sacrebleu 2.6.0, github.com/mjpost/sacrebleu,
+    ``sacrebleu/metrics/bleu.py`` and ``sacrebleu/tokenizers/tokenizer_13a.py``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ collisions).
 
 References:
     Lin 2004, "ROUGE: A Package for Automatic Evaluation of Summaries"; rouge-score 0.1.2
-    ``rouge_scorer.py`` (restated in ``metric-conventions.md`` section 7); Hyyro 2004,
+    (github.com/google-research/google-research) ``rouge/rouge_scorer.py`` and
+    ``rouge/tokenize.py``; Hyyro 2004,
     "Bit-parallel LCS-length computation revisited".
 """
 

@@ -14,8 +14,11 @@ reports the tokenizer's name in its signature.
   with its Porter stemmer (nltk, imported only when asked for).
 
 References:
-    sacrebleu 2.6.0 ``tokenizers/tokenizer_13a.py`` and ``tokenizer_re.py`` (behaviour restated in
-    ``metric-conventions.md`` section 4); rouge-score 0.1.2 ``tokenize.py`` (section 7).
+    sacrebleu 2.6.0 (github.com/mjpost/sacrebleu) ``sacrebleu/tokenizers/tokenizer_13a.py`` and
+    ``sacrebleu/tokenizers/tokenizer_re.py``; rouge-score 0.1.2
+    (github.com/google-research/google-research) ``rouge/tokenize.py`` and
+    ``rouge/tokenizers.py``; nltk ``nltk/stem/porter.py`` (``PorterStemmer``, NLTK_EXTENSIONS
+    mode).
 """
 
 from __future__ import annotations
