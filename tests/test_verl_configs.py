@@ -255,8 +255,7 @@ def test_every_config_scores_with_every_scorer(tokenizer: Any, name: str, scorer
     assert rewards_from_reward_loop(tokenizer, config) == expected
     if scorer in REFERENCE_SCORERS:
         assert expected == [
-            float(REFERENCE_SCORERS[scorer](s.response, {"target": s.golds}))
-            for s in MIXED_SAMPLES
+            float(REFERENCE_SCORERS[scorer](s.response, {"target": s.golds})) for s in MIXED_SAMPLES
         ]
 
 

@@ -65,9 +65,7 @@ def check_prediction(prediction: object, metric: str) -> str:
         TypeError: it is not (the message names the metric and the type).
     """
     if not isinstance(prediction, str):
-        raise InvalidInput(
-            f"{metric}: prediction must be a str, got {type(prediction).__name__}"
-        )
+        raise InvalidInput(f"{metric}: prediction must be a str, got {type(prediction).__name__}")
     return prediction
 
 

@@ -321,7 +321,6 @@ class Bleu4(Metric):
             raise InvalidOption(f"{self.name}: smooth_value must be >= 0, got {value!r}")
         return value
 
-
     @property
     def signature(self) -> str:
         smoothing = (
