@@ -180,3 +180,39 @@ def test_rate_limited_swallows_errors_into_another_key_set(tokenizer: Any) -> No
     assert output["reward_score"] == 0.0
     assert set(output["reward_extra_info"]) == {"error", "acc"}
     assert "ground_truth" in output["reward_extra_info"]["error"]
+
+
+@pytest.fixture
+def async_scorer() -> Iterator[str]:
+    """An ``async def`` scorer registered for the data sources of the mixed batch, removed
+    afterwards; it awaits, then pays verl's EM reward."""
+    import asyncio
+    import inspect
+
+    import reward_plugins
+    from reward_plugins import registry, router
+    from reward_plugins.plugins import search_r1
+
+    reward_plugins.registered()
+    scorers, routers = dict(registry._scorers), dict(router._routers)
+
+    @reward_plugins.scorer("loop_async_em", sorted({s.data_source for s in MIXED_SAMPLES}))
+    async def loop_async_em(response: str, golds: tuple[str, ...], *, score: float = 1.0) -> float:
+        await asyncio.sleep(0)
+        return float(search_r1.compute_score(response, list(golds), score=score))
+
+    assert inspect.iscoroutinefunction(reward_plugins.loop_async_em)
+    yield "loop_async_em"
+    registry._scorers.clear()
+    registry._scorers.update(scorers)
+    router._routers.clear()
+    router._routers.update(routers)
+
+
+@pytest.mark.parametrize("manager", REWARD_LOOP_MANAGERS)
+def test_an_async_plugin_scorer_is_awaited_by_the_reward_loop(
+    tokenizer: Any, manager: str, async_scorer: str
+) -> None:
+    config = grpo_config(manager, f"reward.custom_reward_function.name={async_scorer}")
+    outputs = score_mixed_batch(tokenizer, config)
+    assert [o["reward_score"] for o in outputs] == [verl_reference_reward(s) for s in MIXED_SAMPLES]
