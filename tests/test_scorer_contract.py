@@ -578,3 +578,21 @@ def test_gold_indexes_stay_within_their_byte_budget(monkeypatch: pytest.MonkeyPa
     finally:
         tracemalloc.stop()
     assert kept < 4 * budget, f"{kept / 2**20:.1f} MiB kept"
+
+
+def test_unknown_data_sources_scan_the_entry_points_once_per_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scans: list[str] = []
+    real_entry_points = registry.entry_points
+
+    def counting_entry_points(**kwargs: Any) -> Any:
+        scans.append(kwargs["group"])
+        return real_entry_points(**kwargs)
+
+    monkeypatch.setattr(registry, "entry_points", counting_entry_points)
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)  # as in a fresh process
+    for row in range(3):
+        with pytest.raises(UnknownDataSource):
+            reward_plugins.compute_score(f"contract_unknown_{row}", "<answer>x</answer>", "x")
+    assert scans == ["reward_plugins"]
