@@ -111,33 +111,6 @@ def _penalize(score: Any, spam_factor: float) -> Any:
     return score / 4 if spam_factor == DEFAULT_SPAM_FACTOR else score * spam_factor
 
 
-def _decide(
-    answer: str | None,
-    answer_tags: int,
-    comparison: Comparison,
-    matched: bool,
-    paid: Any,
-    format_score: Any,
-    penalize: bool,
-    max_answer_tags: int,
-    spam_factor: float,
-) -> _Outcome:
-    """verl's decision table, for any match rule.
-
-    No answer: ``0``. A match that is not ``too_long``: ``paid``, times ``spam_factor`` when
-    ``penalize`` and the response has more than ``max_answer_tags`` opening or closing answer
-    tags. Otherwise ``format_score``.
-    """
-    if answer is None:
-        return _build(_Outcome, (0, None, answer_tags, comparison, False, False))
-    if not matched or comparison.too_long:
-        return _build(_Outcome, (format_score, answer, answer_tags, comparison, False, False))
-    if penalize and answer_tags > max_answer_tags:
-        penalized = _penalize(paid, spam_factor)
-        return _build(_Outcome, (penalized, answer, answer_tags, comparison, True, True))
-    return _build(_Outcome, (paid, answer, answer_tags, comparison, True, False))
-
-
 def _qa_outcome(
     rule: str,
     solution_str: str,
@@ -156,11 +129,14 @@ def _qa_outcome(
     with_f1: bool = True,
     metric: Metric | None = None,
 ) -> _Outcome:
-    """The outcome of one response under the QA options (their defaults are verl's).
+    """The outcome of one response under the QA options (their defaults are verl's): verl's
+    decision table, for any match rule.
 
-    ``rule`` is ``"em"``, ``"subem"``, ``"f1"`` (pays ``score * F1``) or ``"metric"`` (pays
-    ``score * metric(answer, golds)``). The options after ``reject_empty_gold`` are set by the
-    scorers, not by users.
+    No answer: ``0``. A match that is not ``too_long``: ``score`` (times F1 for ``"f1"``, times
+    ``metric(answer, golds)`` for ``"metric"``), times ``spam_factor`` when ``penalize`` and the
+    response has more than ``max_answer_tags`` opening or closing answer tags. Otherwise
+    ``format_score``. ``rule`` is ``"em"``, ``"subem"``, ``"f1"`` or ``"metric"``; the options
+    after ``reject_empty_gold`` are set by the scorers, not by users.
     """
     answer, opening, closing = scan_tags(solution_str, "answer", extract)
     comparison = compare(
@@ -173,6 +149,8 @@ def _qa_outcome(
         with_f1 or rule == "f1",
     )
     answer_tags = opening if opening > closing else closing
+    if answer is None:
+        return _build(_Outcome, (0, None, answer_tags, comparison, False, False))
     if rule == "em":
         matched, paid = comparison.em, score
     elif rule == "subem":
@@ -180,19 +158,14 @@ def _qa_outcome(
     elif rule == "f1":
         matched, paid = comparison.f1 > 0, score * comparison.f1
     else:
-        value = metric(answer, golds) if answer is not None and golds and metric else 0.0
+        value = metric(answer, golds) if golds and metric else 0.0
         matched, paid = value > 0, score * value
-    return _decide(
-        answer,
-        answer_tags,
-        comparison,
-        matched,
-        paid,
-        format_score,
-        penalize,
-        max_answer_tags,
-        spam_factor,
-    )
+    if not matched or comparison.too_long:
+        return _build(_Outcome, (format_score, answer, answer_tags, comparison, False, False))
+    if penalize and answer_tags > max_answer_tags:
+        penalized = _penalize(paid, spam_factor)
+        return _build(_Outcome, (penalized, answer, answer_tags, comparison, True, True))
+    return _build(_Outcome, (paid, answer, answer_tags, comparison, True, False))
 
 
 def _qa_result(outcome: _Outcome, acc: bool) -> dict[str, Any]:
