@@ -667,8 +667,9 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
 
 
 def test_demo_accepts_a_guard_that_rejects_empty_golds() -> None:
-    """The up-front option check probes with a non-empty gold, so reject_empty_gold=true passes
-    it (the shipped sample has no empty gold) and the run scores every row."""
+    """The up-front option check reads the declared types and scores nothing, so
+    reject_empty_gold=true passes it (the shipped sample has no empty gold) and the run scores
+    every row."""
     result = run_cli("score", "--demo", "--quiet", "--set", "reject_empty_gold=true")
     assert result.returncode == 0, result.stderr
     assert "scored 120 of 120 rows" in result.stdout

@@ -272,10 +272,9 @@ def test_verl_compatible_functions_match_verl(rollouts: list[Rollout]) -> None:
     assert mismatches == []
 
 
-def test_general_path_matches_verl_with_explicit_default_options(rollouts: list[Rollout]) -> None:
-    """Without options the verl-compatible functions take a lean path; any option (here the
-    defaults, spelled out) routes them through the general decision table. Both must give
-    verl's value and type."""
+def test_explicit_default_options_match_verl(rollouts: list[Rollout]) -> None:
+    """The defaults spelled out are an option set of their own (checked and bound separately
+    from the empty one); they must give verl's value and type too."""
     defaults = {"extract": "last", "max_answer_tags": 10, "spam_factor": 0.25}
     mismatches = []
     with contextlib.redirect_stdout(io.StringIO()):
@@ -296,10 +295,10 @@ def test_general_path_matches_verl_with_explicit_default_options(rollouts: list[
     assert mismatches == []
 
 
-def test_lean_and_general_paths_agree_on_every_key(rollouts: list[Rollout]) -> None:
-    """Without options the router scorers and ``compute_score_f1`` take the lean path too; with
-    the defaults spelled out they take the general one. Same dicts (values and types), same F1
-    rewards; ``f1`` is not zero on a few thousand rows, so the F1 branch is exercised."""
+def test_no_options_and_spelled_out_defaults_agree_on_every_key(rollouts: list[Rollout]) -> None:
+    """The router scorers and ``compute_score_f1`` without options and with the defaults spelled
+    out (two bound option sets): same dicts (values and types), same F1 rewards; ``f1`` is not
+    zero on a few thousand rows, so the F1 branch is exercised."""
     defaults = {"extract": "last", "max_answer_tags": 10, "spam_factor": 0.25}
     mismatches = []
     partial_f1 = 0
