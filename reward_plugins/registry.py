@@ -84,6 +84,7 @@ class Registration:
     default: Bound | None = field(default=None, repr=False)
     """The scorer bound without options, once a call has made it."""
     _bound: dict[Any, Bound] = field(default_factory=dict, repr=False)
+    """The scorer bound with each other option set, by :func:`~reward_plugins.options.freeze`."""
 
     @property
     def qualified_name(self) -> str:
@@ -96,15 +97,18 @@ class Registration:
             InvalidOption: an unknown option, a missing required one, or a value that the
                 option's type, range or the scorer's own validator refuses.
         """
-        if not options and self.default is not None:
-            return self.default
-        try:
-            key = freeze(options) if options else ()
-            bound = self._bound.get(key)
-        except TypeError:  # an unhashable value: check it every time
-            key, bound = None, None
-        if bound is not None:
-            return bound
+        key = None
+        if not options:
+            if self.default is not None:
+                return self.default
+        else:
+            try:
+                key = freeze(options)
+                bound = self._bound.get(key)
+            except TypeError:  # an unhashable value: check it every time
+                key, bound = None, None
+            if bound is not None:
+                return bound
         check_options(self.name, self.options, options)
         if self.validate is not None:
             merged = {n: s.default for n, s in self.options.items() if not s.required}
@@ -119,7 +123,7 @@ class Registration:
         bound = Bound(self, copy.deepcopy(dict(options)))  # a later edit cannot reach it
         if not options:
             self.default = bound
-        if key is not None:
+        elif key is not None:
             if len(self._bound) >= _MAX_BOUND_OPTION_SETS:
                 self._bound.clear()
             self._bound[key] = bound
@@ -429,7 +433,9 @@ def _options_of(name: str, function: Callable[..., Any]) -> dict[str, OptionSpec
 def _context_of(function: Callable[..., Any]) -> frozenset[str]:
     parameters = inspect.signature(function).parameters
     return frozenset(
-        n for n in CONTEXT_KEYWORDS if n in parameters and parameters[n].kind.name == "KEYWORD_ONLY"
+        n
+        for n in CONTEXT_KEYWORDS
+        if n in parameters and parameters[n].kind is inspect.Parameter.KEYWORD_ONLY
     )
 
 

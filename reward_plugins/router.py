@@ -122,9 +122,8 @@ def route(
     """
     if options or return_dict is not True:
         bound = _bind(scorer, data_source, options, return_dict)
-    else:  # verl's usual call: no options
-        registration = lookup(data_source, scorer)
-        bound = registration.default or registration.bind(options)
+    else:  # verl's usual call: no options, no return_dict to check
+        bound = lookup(data_source, scorer).bind(options)
     if type(solution_str) is not str:
         _check_response(data_source, solution_str)
     try:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any, NamedTuple
 
 from reward_plugins.errors import InvalidOption
@@ -265,24 +265,23 @@ def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     return _qa_result(outcome, comparison.em and not comparison.too_long)
 
 
-@lru_cache(maxsize=256)
-def _metric(name: str, frozen_options: Any) -> Metric:
-    return get_metric(name, **_thaw(frozen_options))
+_metrics: dict[Any, Metric] = {}
+"""Built metrics by name and option set: built (and checked) once, as the registry binds."""
 
 
-def _thaw(frozen: Any) -> Any:
-    """Undo :func:`~reward_plugins.options.freeze` for the option values metrics take."""
-    kind, value = frozen
-    if kind == "__mapping__":
-        return {key: _thaw(item) for key, item in value}
-    if kind == "__sequence__":
-        return [_thaw(item) for item in value]
-    return value
+def _metric(name: str, options: Mapping[str, Any] | None) -> Metric:
+    key = (name, freeze(options or {}))
+    metric = _metrics.get(key)
+    if metric is None:
+        if len(_metrics) >= 256:
+            _metrics.clear()
+        metric = _metrics[key] = get_metric(name, **(options or {}))
+    return metric
 
 
 def _check_metric(options: Mapping[str, Any]) -> None:
     _check_normalizer(options)
-    _metric(options["metric"], freeze(options["metric_options"] or {}))
+    _metric(options["metric"], options["metric_options"])
 
 
 @scorer("compute_score_metric", SEARCH_R1_DATA_SOURCES, validate=_check_metric)
@@ -304,7 +303,7 @@ def score_metric(
     for F1), ``format_score`` when it is 0, 0 without an answer. ``metric_options`` are the
     metric's own options, checked against it. Keys and ``acc`` as ``compute_score_f1``.
     """
-    measure = _metric(metric, freeze(metric_options or {}))
+    measure = _metric(metric, metric_options)
     outcome = _qa_outcome("metric", solution_str, golds, metric=measure, **options)
     comparison = outcome.comparison
     return _qa_result(outcome, comparison.em and not comparison.too_long)
