@@ -7,10 +7,14 @@ usage error (bad option, unknown scorer, missing or unreadable input, missing op
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import json
 import math
+import os
+import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
@@ -19,6 +23,12 @@ from typing import Any
 from reward_plugins import rescore
 from reward_plugins.options import OptionSpec
 from reward_plugins.registry import scorer_names
+from reward_plugins.rescore.files import (
+    PathError,
+    atomic_output,
+    check_summary_path,
+    check_writable_directory,
+)
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
@@ -43,6 +53,8 @@ def parse_option(text: str) -> tuple[str, Any]:
         parsed = json.loads(value)
     except json.JSONDecodeError:
         parsed = value
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"{key.strip()}: the value is nested too deeply") from None
     return key.strip(), parsed
 
 
@@ -54,43 +66,53 @@ def _parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser(
         "score",
-        help="re-score a rollout dump or dataset (.jsonl or .parquet)",
+        help="re-score rollout dumps, whole verl runs or datasets (.jsonl, .jsonl.gz, .parquet)",
         description="Score every row of INPUT and write it to OUTPUT with reward_<key> columns.",
     )
-    score.add_argument("input", nargs="?", type=Path, metavar="INPUT", help=".jsonl or .parquet")
-    score.add_argument("-o", "--output", type=Path, metavar="OUTPUT", help=".jsonl or .parquet")
+    score.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="INPUT",
+        help="files, run directories (verl's {step}.jsonl files) or glob patterns",
+    )
+    score.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="OUTPUT",
+        help="a file for one input file; a directory for a run (one file per input)",
+    )
     score.add_argument("--demo", action="store_true", help="score the sample in the package")
+    score.add_argument("--merge", action="store_true", help="write a run to the one file OUTPUT")
     score.add_argument(
-        "--scorer",
-        default="compute_score",
-        choices=scorer_names(),
-        metavar="NAME",
-        help="a registered scorer (compute_score; `reward-plugins list` shows them all)",
+        "--resume", action="store_true", help="skip the outputs of a run that are complete"
     )
-    score.add_argument(
-        "--set",
-        dest="options",
-        action="append",
-        type=parse_option,
-        default=[],
-        metavar="KEY=VALUE",
-        help="scorer option, as in verl's reward_kwargs (repeatable; values parsed as JSON)",
-    )
-    score.add_argument("--data-source", help="of every row (default: the data_source column)")
-    score.add_argument("--response-column", help="default: output/response/responses/solution_str")
-    score.add_argument(
-        "--ground-truth-column", help="default: gts, ground_truth, reward_model.ground_truth"
-    )
-    score.add_argument(
-        "--on-error", choices=("fail", "skip"), default="fail", help="on a bad row (fail)"
-    )
-    score.add_argument("--workers", type=int, help="processes (local) or CPUs (local Ray)")
-    score.add_argument("--backend", choices=("local", "ray"), default="local")
-    score.add_argument("--ray-address", help="a Ray cluster (default: RAY_ADDRESS, else local)")
+    _add_job_arguments(score)
     score.add_argument("--summary-json", type=Path, metavar="PATH", help="write the summary")
-    score.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     score.set_defaults(handler=_score)
 
+    report = commands.add_parser(
+        "report",
+        help="an HTML report of a training run (needs reward-plugins[report])",
+        description="Re-score RUN and write a self-contained HTML page, with PNGs of its charts.",
+    )
+    report.add_argument("inputs", nargs="+", metavar="RUN", help="as INPUT of `score`")
+    report.add_argument("-o", "--output", type=Path, required=True, metavar="HTML")
+    report.add_argument(
+        "--png-dir", type=Path, metavar="DIR", help="where the PNGs go (default: HTML_pngs/)"
+    )
+    report.add_argument(
+        "--examples", type=int, default=5, metavar="K", help="worst rows shown per indicator (5)"
+    )
+    report.add_argument(
+        "--max-answer-words",
+        type=int,
+        default=30,
+        metavar="N",
+        help="answers longer than this are flagged (30)",
+    )
+    _add_job_arguments(report)
+    report.set_defaults(handler=_report)
     listing = commands.add_parser(
         "list", help="registered scorers: data sources, options, origin; broken plugins"
     )
@@ -102,11 +124,70 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_job_arguments(command: argparse.ArgumentParser) -> None:
+    """The options ``score`` and ``report`` share: the scorer, the columns, the execution."""
+    command.add_argument(
+        "--scorer",
+        default="compute_score",
+        choices=scorer_names(),
+        metavar="NAME",
+        help="a registered scorer (compute_score; `reward-plugins list` shows them all)",
+    )
+    command.add_argument(
+        "--set",
+        dest="options",
+        action="append",
+        type=parse_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="scorer option, as in verl's reward_kwargs (repeatable; values parsed as JSON)",
+    )
+    command.add_argument("--data-source", help="of every row (verl dumps have no such column)")
+    command.add_argument("--data-source-column", help="default: data_source")
+    command.add_argument(
+        "--response-column", help="default: output/response/responses/solution_str"
+    )
+    command.add_argument(
+        "--ground-truth-column", help="default: gts, ground_truth, reward_model.ground_truth"
+    )
+    command.add_argument(
+        "--on-error",
+        choices=("fail", "skip"),
+        default="fail",
+        help="on a bad row: stop (fail), or go on and list it in OUTPUT.failures.jsonl (skip)",
+    )
+    command.add_argument("--workers", type=int, help="processes (local) or CPUs (local Ray)")
+    command.add_argument("--backend", choices=("local", "ray"), default="local")
+    command.add_argument("--ray-address", help="a Ray cluster (default: RAY_ADDRESS, else local)")
+    command.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no Ray logs")
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that temporary files are removed on the way out."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
     parser = _parser()
     args = parser.parse_args(argv)
-    code: int = args.handler(args, parser)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    if hasattr(signal, "SIGXFSZ"):  # over `ulimit -f`: an OSError to report, not a core dump
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        code: int = args.handler(args, parser)
+    except KeyboardInterrupt:
+        return _error("interrupted; no output was left half-written", 130)
+    except _Terminated:
+        return _error("terminated; no output was left half-written", 143)
+    except BrokenPipeError:  # stdout closed early (`| head`): not an error of the job
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return code
 
 
@@ -151,58 +232,115 @@ def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
+def _job(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, inputs: Sequence[Any]
+) -> rescore.ScoreJob:
+    if args.ray_address and args.backend != "ray":
+        parser.error(f"{args.command}: --ray-address needs --backend ray")
+    if args.data_source is not None and args.data_source_column is not None:
+        parser.error(f"{args.command}: give --data-source or --data-source-column, not both")
+    workers = args.workers
+    cpus = rescore.usable_cpus()
+    if workers is not None and workers > cpus and not args.ray_address:
+        print(
+            f"reward-plugins: note: --workers {workers} capped at {cpus}, the CPUs this "
+            "process may use",
+            file=sys.stderr,
+        )
+        workers = cpus
+    return rescore.ScoreJob(
+        inputs=tuple(inputs),
+        output=args.output,
+        merge=getattr(args, "merge", False),
+        scorer=args.scorer,
+        options=dict(args.options),
+        data_source=args.data_source,
+        data_source_column=args.data_source_column,
+        response_column=args.response_column,
+        ground_truth_column=args.ground_truth_column,
+        on_error=args.on_error,
+        workers=workers,
+        backend=args.backend,
+        ray_address=args.ray_address,
+        quiet=args.quiet,
+        resume=getattr(args, "resume", False),
+    )
+
+
 def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    if args.demo == (args.input is not None):
+    if args.demo == bool(args.inputs):
         parser.error("score: give INPUT, or --demo (not both)")
     if args.output is None and not args.demo:
         parser.error("score: -o/--output is required (except with --demo)")
-    if args.ray_address and args.backend != "ray":
-        parser.error("score: --ray-address needs --backend ray")
     with ExitStack() as stack:
-        source = args.input
+        inputs = args.inputs
         if args.demo:
             sample = resources.files("reward_plugins") / "data" / DEMO_SAMPLE
-            source = stack.enter_context(resources.as_file(sample))
-        job = rescore.ScoreJob(
-            input=source,
-            output=args.output,
-            scorer=args.scorer,
-            options=dict(args.options),
-            data_source=args.data_source,
-            response_column=args.response_column,
-            ground_truth_column=args.ground_truth_column,
-            on_error=args.on_error,
-            workers=args.workers,
-            backend=args.backend,
-            ray_address=args.ray_address,
-            ray_logs=not args.quiet,
-        )
-        show_progress = not args.quiet and sys.stderr.isatty()
+            inputs = [stack.enter_context(resources.as_file(sample))]
+        job = _job(args, parser, inputs)
         try:
-            summary = _run_with_progress(job, show_progress)
+            if args.summary_json is not None:
+                check_summary_path(args.summary_json)
+            summary = _run_with_progress(job, show=not args.quiet and sys.stderr.isatty())
+            if args.demo:
+                summary["input"] = f"{DEMO_SAMPLE} (shipped sample)"
+            if args.summary_json is not None:
+                with atomic_output(args.summary_json) as temporary:
+                    temporary.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         except rescore.BadRowError as error:
             return _error(str(error), 1)
-        except rescore.RescoreError as error:
+        except (rescore.RescoreError, PathError) as error:
             return _error(str(error), 2)
-    if args.demo:
-        summary["input"] = f"{DEMO_SAMPLE} (shipped sample)"
-    if args.summary_json is not None:
-        args.summary_json.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(format_summary(summary))
     return 0
 
 
-def _run_with_progress(job: rescore.ScoreJob, show: bool) -> dict[str, Any]:
+def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins.rescore import report
+
+    if not args.output.name.endswith((".html", ".htm")):
+        parser.error(f"report: -o {args.output}: the report is an .html file")
+    if args.max_answer_words < 1 or args.examples < 0:
+        parser.error("report: --max-answer-words must be at least 1, --examples at least 0")
+    png_dir = args.png_dir or args.output.with_name(args.output.stem + "_pngs")
+    html_output, args.output = args.output, None
+    job = dataclasses.replace(
+        _job(args, parser, args.inputs),
+        describe=functools.partial(report.describe_row, max_answer_words=args.max_answer_words),
+    )
+    run_report = report.RunReport(
+        title=", ".join(args.inputs),
+        max_answer_words=args.max_answer_words,
+        examples=args.examples,
+        scorer=args.scorer,
+    )
+    try:
+        report.require_plotting()
+        check_writable_directory(html_output.parent, f"-o {html_output}")
+        check_writable_directory(png_dir, f"--png-dir {png_dir}")
+        summary = _run_with_progress(
+            job, show=not args.quiet and sys.stderr.isatty(), on_described=run_report.add
+        )
+        run_report.write_html(html_output)
+        pngs = run_report.write_pngs(png_dir)
+    except rescore.BadRowError as error:
+        return _error(str(error), 1)
+    except (rescore.RescoreError, PathError, report.ReportError) as error:
+        return _error(str(error), 2)
+    print(format_summary(summary))
+    print(f"wrote {html_output} and {len(pngs)} PNGs in {png_dir}")
+    return 0
+
+
+def _run_with_progress(
+    job: rescore.ScoreJob, show: bool, on_described: Callable[[Any], None] | None = None
+) -> dict[str, Any]:
     if not show:
-        return rescore.run(job)
+        return rescore.run(job, on_described=on_described)
     from tqdm import tqdm
 
-    total = None
-    if job.input.suffix == ".jsonl" and job.input.is_file():
-        with job.input.open("rb") as lines:
-            total = sum(1 for line in lines if line.strip())
-    with tqdm(total=total, unit="rows", file=sys.stderr, desc="scoring", leave=False) as bar:
-        return rescore.run(job, progress=bar.update)
+    with tqdm(unit="rows", file=sys.stderr, desc="scoring", leave=False) as bar:
+        return rescore.run(job, progress=bar.update, on_described=on_described)
 
 
 def _interval(metric: dict[str, float]) -> str:
@@ -222,17 +360,29 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"(response: {columns['response']}, ground truth: {columns['ground_truth']}, "
         f"data source: {source})",
     ]
+    if summary["resumed_files"]:
+        lines.append(
+            f"resumed: {len(summary['resumed_files'])} complete output(s) kept as they are"
+        )
     if summary["output"]:
         lines.append(f"wrote {summary['output']}")
     if summary["replaced_columns"]:
         lines.append(f"replaced input columns: {', '.join(summary['replaced_columns'])}")
+    if summary["stringified_ground_truths"]:
+        lines.append(
+            f"read {summary['stringified_ground_truths']} ground truths stringified by numpy "
+            "(\"['a' 'b']\") as lists of golds"
+        )
     skipped = summary["skipped"]
     if skipped["rows"]:
         reasons = ", ".join(f"{count} {reason}" for reason, count in skipped["reasons"].items())
-        lines.append(f"skipped {skipped['rows']} rows: {reasons}")
+        listed = f"; all in {summary['failures_file']}" if summary["failures_file"] else ""
+        lines.append(f"skipped {skipped['rows']} rows: {reasons}{listed}")
         for example in skipped["examples"]:
-            where = ", ".join(f"{k} {v}" for k, v in example.items() if k != "reason")
-            lines.append(f"  {where}: {example['reason']}")
+            where = ": ".join(f"{k} {v}" for k, v in example.items() if k not in ("file", "reason"))
+            lines.append(f"  {example['file']}: {where}: {example['reason']}")
+    if summary["steps"]:
+        lines.append(f"{len(summary['steps'])} steps (per-step series in --summary-json)")
     labels = dict(rescore.SUMMARY_METRICS)
     groups = {**summary["sources"], "overall": summary["overall"]}
     width = max(len("data source"), *map(len, groups))

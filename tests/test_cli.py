@@ -88,7 +88,7 @@ def test_jsonl_training_rows(tmp_path: Path) -> None:
             "spam_penalized",
         ]
         for key, metric in group["metrics"].items():
-            expected = bootstrap_mean([r[f"reward_{key}"] for r in selected])
+            expected = bootstrap_mean(sorted(r[f"reward_{key}"] for r in selected))
             assert metric == {"mean": expected.mean, "low": expected.low, "high": expected.high}
     # The printed summary carries the same numbers.
     overall = summary["overall"]["metrics"]["score"]
@@ -227,7 +227,7 @@ def test_unknown_option_fails_before_reading(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "rows.jsonl", ["{broken", *training_rows(3)])
     result = run_cli("score", source, "-o", tmp_path / "out.jsonl", "--set", "formatscore=0.1")
     assert result.returncode == 2
-    assert "unknown option(s) 'formatscore' for scorer 'compute_score'" in result.stderr
+    assert "--set: compute_score: unknown option(s) 'formatscore'" in result.stderr
     assert "format_score" in result.stderr
     assert "line 1" not in result.stderr
     assert leftover_files(tmp_path, {"rows.jsonl"}) == set()
@@ -364,14 +364,15 @@ def test_a_line_that_is_not_utf8(tmp_path: Path) -> None:
     assert "utf-8" in result.stderr
 
 
-def test_several_bad_rows_name_the_first_and_count_the_rest(tmp_path: Path) -> None:
+def test_the_first_bad_row_stops_the_run_and_points_to_skip(tmp_path: Path) -> None:
     lines = [GOOD[0], _no_response(GOOD[1]), "{", _invalid_truth(GOOD[2])]
     result = run_cli(
         "score", write_jsonl(tmp_path / "rows.jsonl", lines), "-o", tmp_path / "o.jsonl"
     )
     assert result.returncode == 1
     assert ": line 2: missing response" in result.stderr
-    assert "(2 more bad row(s); --on-error skip drops them)" in result.stderr
+    assert "(--on-error skip goes on, listing bad rows in OUTPUT.failures.jsonl)" in result.stderr
+    assert leftover_files(tmp_path, {"rows.jsonl"}) == set()
 
 
 def test_on_error_skip(tmp_path: Path) -> None:
@@ -412,7 +413,7 @@ def test_on_error_skip(tmp_path: Path) -> None:
         "skipped 4 rows: 2 invalid ground truth, 1 unparsable JSON, 1 missing response"
         in result.stdout
     )
-    assert "  line 5: missing response (column 'response')" in result.stdout
+    assert f"  {source}: line 5: missing response (column 'response')" in result.stdout
 
 
 # --------------------------------------------------------------------------------- workers
@@ -470,7 +471,7 @@ def _stderr_on_a_terminal(*args: str | Path) -> str:
 def test_progress_bar_only_on_a_terminal_and_not_with_quiet(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "rows.jsonl", training_rows(30, seed=9))
     shown = _stderr_on_a_terminal("score", source, "-o", tmp_path / "a.jsonl")
-    assert "scoring" in shown and "/30" in shown and "rows" in shown
+    assert "scoring" in shown and "rows" in shown
     assert _stderr_on_a_terminal("score", source, "-o", tmp_path / "b.jsonl", "--quiet") == ""
 
 
@@ -653,7 +654,7 @@ def test_ray_backend_without_ray_says_how_to_install(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "rows.jsonl", training_rows(3))
     result = _run_without("ray", "score", source, "-o", tmp_path / "o.jsonl", "--backend", "ray")
     assert result.returncode == 2
-    assert 'needs Ray Data: pip install "reward-plugins[ray]"' in result.stderr
+    assert 'needs Ray: pip install "reward-plugins[ray]"' in result.stderr
     assert leftover_files(tmp_path, {"rows.jsonl"}) == set()
 
 

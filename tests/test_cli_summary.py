@@ -14,7 +14,8 @@ import pytest
 from test_cli_helpers import REPO, read_jsonl, write_jsonl
 
 from reward_plugins.metrics.aggregate import bootstrap_mean
-from reward_plugins.rescore import summarize
+from reward_plugins.metrics.aggregate import bootstrap_mean_of_counts
+from reward_plugins.rescore.summary import count, finish, merge
 
 LENGTH_SCORER = """
 import sys
@@ -54,19 +55,58 @@ def test_a_scorer_registered_later(tmp_path: Path) -> None:
     assert summary["sources"]["test_cli_lengths"]["rows"] == 3
 
 
-def test_summarize_groups_sorted_and_overall() -> None:
+def test_summary_groups_sorted_overall_and_steps() -> None:
     sources = ["b", "a", "b", "a", "b"]
+    steps = [2, 1, 1, None, 2]
     results = [{"score": s, "em": s, "answer_found": 1.0} for s in (1.0, 0.0, 0.0, 1.0, 1.0)]
-    summary = summarize(sources, results)
+    rows = list(zip(sources, steps, results, strict=True))
+    counts = count(rows[:2])  # counted in two parts, as two workers would
+    merge(counts, count(rows[2:]))
+    summary = finish(counts)
     assert list(summary["sources"]) == ["a", "b"]
     assert summary["sources"]["a"]["rows"] == 2 and summary["overall"]["rows"] == 5
     assert list(summary["overall"]["metrics"]) == ["score", "em", "answer_found"]
-    b_scores = bootstrap_mean([1.0, 0.0, 1.0])
+    b_scores = bootstrap_mean([0.0, 1.0, 1.0])  # below 10,000 values: of the sorted values
     assert summary["sources"]["b"]["metrics"]["score"] == {
         "mean": b_scores.mean,
         "low": b_scores.low,
         "high": b_scores.high,
     }
+    # Per step: mean +- 1.96 standard errors (sample variance), clipped to the values' range.
+    assert [step["step"] for step in summary["steps"]] == [1, 2]
+    step1, step2 = summary["steps"]
+    assert step1["rows"] == 2 and step1["metrics"]["score"] == {"mean": 0.0, "low": 0.0, "high": 0.0}
+    assert step2["metrics"]["score"] == {"mean": 1.0, "low": 1.0, "high": 1.0}
+
+
+def test_a_metric_missing_in_some_rows_is_left_out() -> None:
+    summary = finish(count([("a", 1, {"score": 1.0, "f1": 0.5}), ("a", 1, {"score": 0.0})]))
+    assert list(summary["overall"]["metrics"]) == ["score"]
+    assert list(summary["steps"][0]["metrics"]) == ["score"]
+
+
+def test_step_band_is_the_normal_approximation() -> None:
+    values = [0.0, 0.5, 1.0, 1.0]
+    summary = finish(count(("a", 7, {"score": v}) for v in values))
+    mean = sum(values) / 4
+    half = 1.96 * math.sqrt(sum((v - mean) ** 2 for v in values) / 3 / 4)
+    band = summary["steps"][0]["metrics"]["score"]
+    assert band["mean"] == mean
+    assert band["low"] == pytest.approx(mean - half) and band["high"] == 1.0  # clipped
+
+
+def test_counts_resampled_as_a_multinomial_match_the_rows() -> None:
+    """From 10,000 values with few distinct ones, the counts are resampled directly: the same
+    distribution as resampling the rows (bounds within Monte Carlo noise)."""
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 3, 60_000) / 2
+    distinct, counts = np.unique(data, return_counts=True)
+    by_counts = bootstrap_mean_of_counts(distinct, counts)
+    by_rows = bootstrap_mean(data)
+    assert by_counts.mean == pytest.approx(by_rows.mean) and by_counts.n == data.size
+    width = by_rows.high - by_rows.low
+    assert by_counts.low == pytest.approx(by_rows.low, abs=0.15 * width)
+    assert by_counts.high == pytest.approx(by_rows.high, abs=0.15 * width)
 
 
 @pytest.mark.parametrize(

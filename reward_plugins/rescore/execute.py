@@ -1,0 +1,1003 @@
+"""The job: read inputs in chunks, score each chunk in a worker, write and summarize in order.
+
+The parent process only reads raw chunks (JSONL bytes or parquet record batches), hands them to
+workers (itself with one worker, a process pool, or Ray tasks), and writes what comes back in
+input order. Each worker parses its chunk, scores every row, serializes the output and counts
+the summary, so workers scale the whole job, and at most a few chunks per worker are in flight,
+so memory does not grow with the rows. Chunk boundaries depend only on the input, so the output
+is byte-identical for every backend and worker count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import multiprocessing
+import os
+import signal
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal, NamedTuple
+
+import orjson
+
+from reward_plugins.errors import (
+    InvalidGroundTruth,
+    RewardPluginsError,
+    UnknownDataSource,
+    UnknownScorer,
+)
+from reward_plugins.rescore import files, rows, summary
+from reward_plugins.rescore.records import ScoredRow
+from reward_plugins.router import check_options, route
+
+JSONL_CHUNK_BYTES = 1 << 21
+"""Bytes of JSONL per chunk (whole lines; a longer line makes a longer chunk)."""
+
+PARQUET_CHUNK_ROWS = 1024
+COLUMN_SAMPLE_ROWS = 1000
+"""The columns a job reads are chosen from this many rows at the start of its first input."""
+
+IN_FLIGHT_PER_WORKER = 3
+
+RAY_INSTALL_HINT = 'pip install "reward-plugins[ray]"'
+PARQUET_INSTALL_HINT = 'pip install "reward-plugins[parquet]"'
+
+Progress = Callable[[int], None]
+"""Called with the number of rows just handled."""
+
+
+class RescoreError(Exception):
+    """A job that cannot run as asked: bad arguments or paths, a missing dependency."""
+
+
+class BadRowError(RescoreError):
+    """Input rows that cannot be scored or written (``on_error="fail"``); names the first."""
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    """What ``reward-plugins score`` (or ``report``) was asked to do.
+
+    ``inputs`` are files, directories (verl's ``{step}.jsonl`` run directories) or glob
+    patterns. ``output`` is a file for one input file, a directory for a run (one output per
+    input, same name), or with ``merge`` one file for all; ``None`` scores and summarizes only.
+    ``workers`` is the number of local processes, or the CPUs of a local Ray instance (``None``:
+    1 locally, every CPU on Ray). ``quiet`` silences Ray. ``describe`` (a picklable function of
+    a :class:`ScoredRow`) runs in the workers on every scored row; :func:`run` hands its results
+    to ``on_described`` in input order.
+    """
+
+    inputs: tuple[str | Path, ...]
+    output: Path | None = None
+    merge: bool = False
+    scorer: str = "compute_score"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    data_source: str | None = None
+    data_source_column: str | None = None
+    response_column: str | None = None
+    ground_truth_column: str | None = None
+    on_error: Literal["fail", "skip"] = "fail"
+    workers: int | None = None
+    backend: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    quiet: bool = False
+    resume: bool = False
+    describe: Callable[[ScoredRow], Any] | None = None
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# ---------------------------------------------------------------------------------- chunks
+
+
+class Chunk(NamedTuple):
+    """Consecutive rows of one input: JSONL bytes (whole lines) or a parquet record batch."""
+
+    file_index: int
+    first_number: int  # 1-based line (JSONL) or row (parquet) of the chunk's first row
+    payload: Any
+
+
+class FailedRow(NamedTuple):
+    number: int
+    failure: rows.RowFailure
+    row: Any  # the line's text (JSONL) or the row's values (parquet), for the failures file
+
+
+class ChunkResult(NamedTuple):
+    file_index: int
+    rows: int
+    output: Any  # bytes (JSONL), a pyarrow.RecordBatch (parquet) or None
+    failed: list[FailedRow]
+    counts: summary.Counts
+    stringified: int
+    replaced: frozenset[str]  # input columns that a result column replaced
+    digest: bytes  # sha256 of a JSONL chunk's bytes (empty for parquet)
+    seconds: tuple[float, float]  # parsing and scoring; serializing and counting
+    described: list[Any]
+
+
+@dataclass(frozen=True)
+class WorkerJob:
+    """What a worker needs to turn a :class:`Chunk` into a :class:`ChunkResult` (picklable)."""
+
+    scorer: str
+    options: Mapping[str, Any]
+    columns: rows.Columns
+    data_source: str | None
+    names: tuple[str, ...]  # each input as the user named it
+    formats: tuple[str, ...]  # each input's format
+    output_formats: tuple[str | None, ...]  # each input's output format, None: no output
+    parquet_schema: Any = None  # the input columns of a parquet output made from JSONL
+    describe: Callable[[ScoredRow], Any] | None = None
+
+
+def _parquet_module() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise RescoreError(
+            f"reading and writing parquet needs pyarrow: {PARQUET_INSTALL_HINT}"
+        ) from None
+    return pyarrow
+
+
+def read_chunks(path: Path, file_index: int, fmt: str) -> Iterator[Chunk]:
+    """The chunks of one input file.
+
+    Raises:
+        RescoreError: the file cannot be read (not parquet, not gzip, an I/O error).
+    """
+    try:
+        if fmt == ".parquet":
+            pyarrow = _parquet_module()
+            number = 1
+            try:
+                reader = pyarrow.parquet.ParquetFile(path)
+                for batch in reader.iter_batches(batch_size=PARQUET_CHUNK_ROWS):
+                    yield Chunk(file_index, number, batch)
+                    number += batch.num_rows
+                if number == 1:  # no rows: one empty chunk, so that the output is written
+                    empty = reader.schema_arrow.empty_table()
+                    yield Chunk(file_index, 1, pyarrow.RecordBatch.from_pylist([], empty.schema))
+            except pyarrow.ArrowException as error:
+                raise RescoreError(f"input {path}: not a readable parquet file: {error}") from None
+            return
+        with files.open_jsonl_input(path) as stream:
+            number, rest = 1, b""
+            while block := stream.read(JSONL_CHUNK_BYTES):
+                end = block.rfind(b"\n")
+                if end < 0:
+                    rest += block
+                    continue
+                payload, rest = rest + block[: end + 1], block[end + 1 :]
+                yield Chunk(file_index, number, payload)
+                number += payload.count(b"\n")
+            if rest or number == 1:  # an empty file gives one empty chunk
+                yield Chunk(file_index, number, rest)
+    except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
+        raise RescoreError(f"input {path}: cannot read: {error}") from None
+
+
+def sample_records(path: Path, fmt: str, limit: int = COLUMN_SAMPLE_ROWS) -> list[dict[str, Any]]:
+    """Up to ``limit`` parsed rows from the start of ``path`` (lines that do not parse skipped);
+    for parquet, every column is present in each row."""
+    records: list[dict[str, Any]] = []
+    for chunk in read_chunks(path, 0, fmt):
+        if fmt == ".parquet":
+            return list(chunk.payload.slice(0, limit).to_pylist())
+        for _, line in rows.jsonl_lines(chunk.payload, chunk.first_number):
+            record = rows.parse_line(line)
+            if isinstance(record, dict):
+                records.append(record)
+                if len(records) >= limit:
+                    return records
+    return records
+
+
+# --------------------------------------------------------------------------- the worker
+
+
+def score_one(
+    scorer: str, options: Mapping[str, Any], source: str, response: str, truth: Any
+) -> dict[str, Any] | rows.RowFailure:
+    """Score one row; a row the scorer cannot read becomes a :class:`RowFailure`."""
+    try:
+        return dict(route(scorer, source, response, truth, options))
+    except InvalidGroundTruth as error:
+        return rows.RowFailure("invalid ground truth", f"invalid ground truth: {error}")
+    except UnknownDataSource as error:
+        return rows.RowFailure("unknown data source", f"unknown data source: {error}")
+    except UnknownScorer as error:
+        return rows.RowFailure("unknown scorer", f"unknown scorer: {error}")
+    except Exception as error:
+        return rows.RowFailure("scorer error", f"scorer error: {type(error).__name__}: {error}")
+
+
+def _score_record(
+    job: WorkerJob, record: Mapping[str, Any]
+) -> tuple[str, Any, bool, dict[str, Any] | rows.RowFailure]:
+    """``(data_source, response, stringified, outcome)`` of one parsed row."""
+    columns = job.columns
+    response = rows.column_value(record, columns.response)
+    failure = None
+    stringified = False
+    source = job.data_source
+    if response is None:
+        failure = rows.RowFailure(
+            "missing response", f"missing response (column {columns.response!r})"
+        )
+    elif not isinstance(response, str):
+        failure = rows.RowFailure(
+            "missing response",
+            f"response (column {columns.response!r}) must be a string, got "
+            f"{type(response).__name__}",
+        )
+    elif (truth := rows.column_value(record, columns.ground_truth)) is None:
+        failure = rows.RowFailure(
+            "invalid ground truth",
+            f"invalid ground truth: column {columns.ground_truth!r} is missing",
+        )
+    else:
+        try:
+            truth, stringified = rows.unstringify(truth)
+        except ValueError as error:
+            failure = rows.RowFailure("invalid ground truth", f"invalid ground truth: {error}")
+        if source is None:
+            value = rows.column_value(record, columns.data_source or rows.DATA_SOURCE_COLUMN)
+            if isinstance(value, str) and value:
+                source = value
+            else:
+                failure = failure or rows.RowFailure(
+                    "missing data source",
+                    f"data_source must be a non-empty string (column {columns.data_source!r}), "
+                    f"got {type(value).__name__}: {value!r:.40}",
+                )
+    if failure is not None or source is None:
+        return "", response, stringified, failure or rows.RowFailure("missing data source", "")
+    outcome = score_one(job.scorer, job.options, source, response, truth)
+    return source, response, stringified, outcome
+
+
+def _step(record: Mapping[str, Any]) -> int | None:
+    step = record.get(rows.STEP_COLUMN)
+    return step if type(step) is int else None
+
+
+def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
+    """Parse, score and serialize one chunk."""
+    fmt = job.formats[chunk.file_index]
+    output_format = job.output_formats[chunk.file_index]
+    name = job.names[chunk.file_index]
+    failed: list[FailedRow] = []
+    kept: list[
+        tuple[int, dict[str, Any], Any, dict[str, Any]]
+    ] = []  # (position, record, raw, rewards)
+    scored: list[tuple[str, int | None, Mapping[str, Any]]] = []
+    described: list[Any] = []
+    stringified = 0
+    if fmt == ".parquet":
+        batch = chunk.payload
+        needed = None if output_format in (".jsonl", ".jsonl.gz") else _read_columns(job, batch)
+        source_rows = enumerate((batch if needed is None else batch.select(needed)).to_pylist())
+        numbered: Iterable[tuple[int, int, Any, dict[str, Any] | rows.RowFailure]] = (
+            (chunk.first_number + i, i, record, record) for i, record in source_rows
+        )
+    else:
+        numbered = (
+            (number, position, line, rows.parse_line(line))
+            for position, (number, line) in enumerate(
+                rows.jsonl_lines(chunk.payload, chunk.first_number)
+            )
+        )
+    total = 0
+    started = time.perf_counter()
+    for number, position, raw, parsed in numbered:
+        total += 1
+        if isinstance(parsed, rows.RowFailure):
+            failed.append(FailedRow(number, parsed, _raw_text(raw)))
+            continue
+        source, response, was_stringified, outcome = _score_record(job, parsed)
+        stringified += was_stringified
+        if isinstance(outcome, rows.RowFailure):
+            failed.append(FailedRow(number, outcome, _raw_text(raw)))
+            continue
+        step = _step(parsed)
+        scored.append((source, step, outcome))
+        kept.append((position, parsed, raw, rows.reward_columns(outcome)))
+        if job.describe is not None:
+            described.append(
+                job.describe(ScoredRow(name, number, parsed, step, source, response, outcome))
+            )
+    scored_at = time.perf_counter()
+    output = None
+    if output_format == ".parquet":
+        output = _parquet_output(job, chunk, fmt, kept, name)
+    elif output_format is not None:
+        if fmt == ".parquet":
+            lines = [rows.dumps_record({**record, **rewards}) for _, record, _, rewards in kept]
+        else:
+            lines = [rows.spliced_line(raw, record, rewards) for _, record, raw, rewards in kept]
+        output = b"".join(line + b"\n" for line in lines)
+        if output_format == ".jsonl.gz":
+            output = gzip.compress(output, compresslevel=6, mtime=0)
+    names = chunk.payload.schema.names if fmt == ".parquet" else None
+    replaced = frozenset(
+        key
+        for _, record, _, rewards in kept[:1]
+        if names is not None
+        for key in rewards
+        if key in names
+    ) | frozenset(
+        key
+        for _, record, _, rewards in (kept if names is None else ())
+        for key in rewards.keys() & record.keys()
+    )
+    counts = summary.count(scored)
+    digest = b"" if fmt == ".parquet" else hashlib.sha256(chunk.payload).digest()
+    return ChunkResult(
+        chunk.file_index,
+        total,
+        output,
+        failed,
+        counts,
+        stringified,
+        replaced,
+        digest,
+        (scored_at - started, time.perf_counter() - scored_at),
+        described,
+    )
+
+
+def _raw_text(raw: Any) -> Any:
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", errors="replace")
+    return raw
+
+
+def _read_columns(job: WorkerJob, batch: Any) -> list[str]:
+    """The top-level columns of ``batch`` that scoring (and describing) reads."""
+    columns = job.columns
+    wanted = [columns.response, columns.ground_truth, columns.data_source or "", rows.STEP_COLUMN]
+    if job.describe is not None:
+        wanted += ["input", "score"]
+    names = set(batch.schema.names)
+    return list(dict.fromkeys(n.partition(".")[0] for n in wanted if n.partition(".")[0] in names))
+
+
+def _parquet_output(
+    job: WorkerJob,
+    chunk: Chunk,
+    fmt: str,
+    kept: Sequence[tuple[int, Any, Any, dict[str, Any]]],
+    name: str,
+) -> Any:
+    pyarrow = _parquet_module()
+    if fmt == ".parquet":
+        batch = chunk.payload
+        if len(kept) != batch.num_rows:
+            batch = batch.take(pyarrow.array([position for position, *_ in kept], pyarrow.int64()))
+        if job.parquet_schema is not None:
+            batch = conform(batch, job.parquet_schema)
+    else:
+        try:
+            batch = pyarrow.RecordBatch.from_pylist(
+                [record for _, record, _, _ in kept], schema=job.parquet_schema
+            )
+        except (pyarrow.ArrowException, TypeError, ValueError, OverflowError) as error:
+            raise DataError(
+                f"{name}: lines {chunk.first_number} onwards cannot form the parquet columns: "
+                f"{error}"
+            ) from None
+    rewards: dict[str, list[Any]] = {}
+    for _, _, _, result in kept:
+        for key, value in result.items():
+            rewards.setdefault(key, []).append(value)
+    for key, values in rewards.items():
+        if key in batch.schema.names:
+            batch = batch.drop_columns([key])
+        batch = batch.append_column(key, pyarrow.array(values))
+    return batch
+
+
+class DataError(Exception):
+    """Rows that cannot be written in the output's format (raised in a worker)."""
+
+
+def conform(batch: Any, schema: Any) -> Any:
+    """``batch`` with exactly the fields of ``schema``: cast, and null where it has none."""
+    pyarrow = _parquet_module()
+    arrays = []
+    for field_ in schema:
+        if field_.name in batch.schema.names:
+            arrays.append(batch.column(field_.name).cast(field_.type))
+        else:
+            arrays.append(pyarrow.nulls(batch.num_rows, field_.type))
+    return pyarrow.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+# ------------------------------------------------------------------------- executors
+
+
+_worker_job: WorkerJob | None = None
+
+
+def _install(job: WorkerJob) -> None:
+    global _worker_job
+    _worker_job = job
+    # Ctrl-C reaches the whole process group: the parent stops the pool and cleans up.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _pool_task(chunk: Chunk) -> ChunkResult:
+    assert _worker_job is not None
+    return process_chunk(_worker_job, chunk)
+
+
+def _in_order(
+    submit: Callable[[Chunk], Any],
+    result: Callable[[Any], ChunkResult],
+    chunks: Iterable[Chunk],
+    depth: int,
+) -> Iterator[ChunkResult]:
+    """Results of ``chunks`` in order, with at most ``depth`` submitted and not yet taken."""
+    pending: deque[Any] = deque()
+    for chunk in chunks:
+        pending.append(submit(chunk))
+        if len(pending) >= depth:
+            yield result(pending.popleft())
+    while pending:
+        yield result(pending.popleft())
+
+
+@contextlib.contextmanager
+def executor(
+    job: ScoreJob, worker_job: WorkerJob
+) -> Iterator[Callable[[Iterable[Chunk]], Iterator[ChunkResult]]]:
+    """A function from chunks to their results in order, on the job's backend."""
+    if job.backend == "ray":
+        with _ray_executor(job, worker_job) as run_chunks:
+            yield run_chunks
+        return
+    workers = job.workers or 1
+    if workers == 1:
+        yield lambda chunks: (process_chunk(worker_job, chunk) for chunk in chunks)
+        return
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_install,
+        initargs=(worker_job,),
+    )
+    try:
+        yield lambda chunks: _in_order(
+            lambda chunk: pool.submit(_pool_task, chunk),
+            Future.result,
+            chunks,
+            workers * IN_FLIGHT_PER_WORKER,
+        )
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _ray_executor(
+    job: ScoreJob, worker_job: WorkerJob
+) -> Iterator[Callable[[Iterable[Chunk]], Iterator[ChunkResult]]]:
+    try:
+        import ray
+    except ImportError:
+        raise RescoreError(f"--backend ray needs Ray: {RAY_INSTALL_HINT}") from None
+    import reward_plugins
+    from reward_plugins.rescore.ray_backend import RayUnavailable, ray_session
+
+    package = str(Path(reward_plugins.__file__).parent)
+    try:
+        session = ray_session(
+            job.ray_address, cpus=job.workers, quiet=job.quiet, py_modules=[package]
+        )
+        session.__enter__()
+    except RayUnavailable as error:
+        raise RescoreError(str(error)) from None
+    try:
+        remote = ray.remote(process_chunk)
+        job_ref = ray.put(worker_job)
+        depth = max(1, int(ray.cluster_resources().get("CPU", 1))) * IN_FLIGHT_PER_WORKER
+        yield lambda chunks: _in_order(
+            lambda chunk: remote.remote(job_ref, chunk), ray.get, chunks, depth
+        )
+    finally:
+        session.__exit__(None, None, None)
+
+
+# ------------------------------------------------------------------------------- the job
+
+
+@dataclass
+class _Plan:
+    inputs: list[Path]
+    formats: list[str]
+    targets: list[Path | None]
+    todo: list[int]  # indices of the inputs to score (others: complete, with --resume)
+    manifest: files.Manifest | None
+    failures_path: Path | None
+
+
+def plan(job: ScoreJob) -> _Plan:
+    """Check every path and option before any work.
+
+    Raises:
+        RescoreError: a path, option or scorer that cannot be used as asked.
+    """
+    try:
+        inputs, is_run = files.resolve_inputs(job.inputs)
+        formats = [files.file_format(path) for path in inputs]
+        targets = files.plan_outputs(inputs, is_run, job.output, job.merge)
+    except files.PathError as error:
+        raise RescoreError(str(error)) from None
+    if ".parquet" in formats or (job.output is not None and job.output.name.endswith(".parquet")):
+        _parquet_module()
+    directory_output = job.output is not None and is_run and not job.merge
+    if job.resume and not directory_output:
+        raise RescoreError("--resume needs a run (a directory of inputs) and a directory OUTPUT")
+    try:
+        check_options(job.scorer, job.data_source, job.options)
+    except RewardPluginsError as error:
+        raise RescoreError(
+            f"--set: {error}" if not isinstance(error, LookupError) else str(error)
+        ) from None
+    if job.workers is not None and job.workers < 1:
+        raise RescoreError(f"--workers must be at least 1, got {job.workers}")
+    failures_path = None
+    try:
+        if job.output is not None:
+            directory = job.output if directory_output else job.output.parent
+            files.check_writable_directory(directory, f"output {job.output}")
+            for target in {t for t in targets if t is not None}:
+                files.remove_stale_temporaries(target)
+            if job.on_error == "skip":
+                failures_path = Path(f"{job.output}.failures.jsonl")
+                files.remove_stale_temporaries(failures_path)
+    except files.PathError as error:
+        raise RescoreError(str(error)) from None
+    manifest = None
+    todo = list(range(len(inputs)))
+    if directory_output:
+        assert job.output is not None
+        manifest = files.Manifest.load(job.output, _settings(job))
+        if job.resume:
+            todo = [i for i in todo if not _complete(manifest, inputs[i], formats[i], targets[i])]
+    return _Plan(inputs, formats, targets, todo, manifest, failures_path)
+
+
+def input_hash(path: Path, fmt: str) -> str:
+    """The hash of an input in a manifest: for JSONL, the sha256 of its chunks' sha256 digests
+    (what the workers compute as they read), for parquet the sha256 of the file."""
+    if fmt == ".parquet":
+        return files.file_digest(path)
+    digests = hashlib.sha256()
+    for chunk in read_chunks(path, 0, fmt):
+        digests.update(hashlib.sha256(chunk.payload).digest())
+    return digests.hexdigest()
+
+
+def _complete(manifest: files.Manifest, source: Path, fmt: str, target: Path | None) -> bool:
+    entry = None if target is None else manifest.listed(source, target)
+    return entry is not None and entry.get("sha256") == input_hash(source, fmt)
+
+
+def _settings(job: ScoreJob) -> dict[str, Any]:
+    """What an output depends on besides its input (a manifest is valid only for these)."""
+    return {
+        "scorer": job.scorer,
+        "options": dict(job.options),
+        "data_source": job.data_source,
+        "data_source_column": job.data_source_column,
+        "response_column": job.response_column,
+        "ground_truth_column": job.ground_truth_column,
+        "on_error": job.on_error,
+    }
+
+
+def _columns(job: ScoreJob, path: Path, fmt: str) -> rows.Columns:
+    records = sample_records(path, fmt)
+    where = f"input {path}"
+    try:
+        response = rows.find_column(
+            records,
+            job.response_column,
+            rows.RESPONSE_COLUMNS,
+            "response",
+            "--response-column",
+            where,
+        )
+        truth = rows.find_column(
+            records,
+            job.ground_truth_column,
+            rows.GROUND_TRUTH_COLUMNS,
+            "ground truth",
+            "--ground-truth-column",
+            where,
+        )
+        source = None
+        if job.data_source is None:
+            given = job.data_source_column
+            source = rows.find_column(
+                records,
+                given,
+                (rows.DATA_SOURCE_COLUMN,),
+                "data source",
+                "--data-source or --data-source-column",
+                where,
+            )
+    except ValueError as error:
+        raise RescoreError(str(error)) from None
+    return rows.Columns(response, truth, source)
+
+
+def _check_no_binary(path: Path) -> None:
+    """JSONL cannot hold bytes: refuse a parquet input with binary columns before any work."""
+    pyarrow = _parquet_module()
+    schema = pyarrow.parquet.read_schema(path)
+
+    def binary(data_type: Any) -> bool:
+        if (
+            pyarrow.types.is_binary(data_type)
+            or pyarrow.types.is_large_binary(data_type)
+            or pyarrow.types.is_fixed_size_binary(data_type)
+        ):
+            return True
+        return any(binary(data_type.field(i).type) for i in range(data_type.num_fields))
+
+    for field_ in schema:
+        if binary(field_.type):
+            raise RescoreError(
+                f"input {path}: column {field_.name!r} holds binary values ({field_.type}), which "
+                "JSONL cannot hold; write .parquet"
+            )
+
+
+class _Stats:
+    """Row counts and skipped rows of the whole job, for the summary."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.scored = 0
+        self.stringified = 0
+        self.replaced: set[str] = set()
+        self.reasons: Counter[str] = Counter()
+        self.examples: list[dict[str, Any]] = []
+        self.counts: summary.Counts = {}
+        self.seconds = {"workers_parse_and_score": 0.0, "workers_serialize": 0.0, "write": 0.0}
+
+
+def run(
+    job: ScoreJob,
+    progress: Progress | None = None,
+    on_described: Callable[[Any], None] | None = None,
+) -> dict[str, Any]:
+    """Run ``job``: read, score, write the outputs (if any), and return the summary.
+
+    Raises:
+        RescoreError: bad arguments or paths, a missing optional dependency (before any work).
+        BadRowError: with ``on_error="fail"``, the first row that cannot be scored; its output
+            file is not written (earlier files of a run are complete and in the manifest).
+    """
+    the_plan = plan(job)
+    started = time.perf_counter()
+    todo = the_plan.todo
+    columns = None
+    if todo:
+        first = todo[0]
+        columns = _columns(job, the_plan.inputs[first], the_plan.formats[first])
+    output_formats: list[str | None] = []
+    for index, target in enumerate(the_plan.targets):
+        out = None if target is None else files.file_format(target)
+        if out in (".jsonl", ".jsonl.gz") and the_plan.formats[index] == ".parquet":
+            _check_no_binary(the_plan.inputs[index])
+        output_formats.append(out)
+    parquet_schema = None
+    if columns is not None and ".parquet" in output_formats:
+        parquet_schema = _union_schema(job, the_plan, columns)
+    worker_job = WorkerJob(
+        job.scorer,
+        dict(job.options),
+        columns or rows.Columns("", "", None),
+        job.data_source,
+        tuple(str(path) for path in the_plan.inputs),
+        tuple(the_plan.formats),
+        tuple(output_formats),
+        parquet_schema,
+        job.describe,
+    )
+    stats = _Stats()
+    with contextlib.ExitStack() as stack:
+        failures = _Failures(the_plan.failures_path, stack)
+        run_chunks = stack.enter_context(executor(job, worker_job))
+        chunks = (
+            chunk
+            for index in todo
+            for chunk in read_chunks(the_plan.inputs[index], index, the_plan.formats[index])
+        )
+        try:
+            _write_all(job, the_plan, run_chunks(chunks), stats, failures, progress, on_described)
+        except DataError as error:
+            raise BadRowError(error.args[0]) from None
+        failures.finish()
+    seconds = time.perf_counter() - started
+    finished = time.perf_counter()
+    groups = summary.finish(stats.counts)
+    stats.seconds["summary"] = time.perf_counter() - finished
+    resumed = [str(the_plan.inputs[i]) for i in range(len(the_plan.inputs)) if i not in set(todo)]
+    return {
+        "input": ", ".join(map(str, job.inputs)),
+        "files": len(the_plan.inputs),
+        "resumed_files": resumed,
+        "output": None if job.output is None else str(job.output),
+        "failures_file": str(the_plan.failures_path)
+        if stats.reasons and the_plan.failures_path
+        else None,
+        "scorer": job.scorer,
+        "options": dict(job.options),
+        "backend": job.backend,
+        "workers": job.workers,
+        "columns": {
+            "response": columns.response if columns else None,
+            "ground_truth": columns.ground_truth if columns else None,
+            "data_source": columns.data_source if columns else None,
+        },
+        "data_source_option": job.data_source,
+        "rows": stats.rows,
+        "scored": stats.scored,
+        "stringified_ground_truths": stats.stringified,
+        "replaced_columns": sorted(stats.replaced),
+        "skipped": {
+            "rows": stats.rows - stats.scored,
+            "reasons": dict(stats.reasons.most_common()),
+            "examples": stats.examples,
+        },
+        **groups,
+        "seconds": {"total": seconds + stats.seconds["summary"], **stats.seconds},
+    }
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _union_schema(job: ScoreJob, the_plan: _Plan, columns: rows.Columns) -> Any:
+    """The input columns of the parquet outputs: every key of every row (a first pass over the
+    JSONL inputs) and every parquet input's columns, in order of first appearance.
+
+    Returns ``None`` when the one input is parquet (its batches are written as they are).
+
+    Raises:
+        BadRowError: a column whose values have different types in two rows.
+    """
+    pyarrow = _parquet_module()
+    todo = [i for i in the_plan.todo if the_plan.targets[i] is not None]
+    if len(todo) == 1 and the_plan.formats[todo[0]] == ".parquet" and not job.merge:
+        return None
+    schemas = []
+    first: dict[str, tuple[str, str]] = {}  # column -> (kind, where)
+    for index in todo:
+        path, fmt = the_plan.inputs[index], the_plan.formats[index]
+        if fmt == ".parquet":
+            schemas.append(pyarrow.parquet.read_schema(path))
+            continue
+        if not job.merge and files.file_format(the_plan.targets[index]) != ".parquet":  # type: ignore[arg-type]
+            continue
+        for chunk in read_chunks(path, index, fmt):
+            records = []
+            for number, line in rows.jsonl_lines(chunk.payload, chunk.first_number):
+                record = rows.parse_line(line)
+                if not isinstance(record, dict):
+                    continue
+                records.append(record)
+                for key, value in record.items():
+                    kind = _kind(value)
+                    seen = first.get(key)
+                    if seen is None or seen[0] == "null":
+                        first[key] = (kind, f"{path}: line {number}")
+                    elif kind not in ("null", seen[0]):
+                        raise BadRowError(
+                            f"column {key!r} has {seen[0]} values ({seen[1]}) and {kind} values "
+                            f"({path}: line {number}); a parquet column has one type: write "
+                            ".jsonl, or make the column consistent"
+                        )
+            if records:
+                try:
+                    schemas.append(pyarrow.schema(pyarrow.array(records).type))
+                except (pyarrow.ArrowException, OverflowError) as error:
+                    raise BadRowError(
+                        f"{path}: lines {chunk.first_number} onwards cannot form parquet "
+                        f"columns: {error}"
+                    ) from None
+    try:
+        return pyarrow.unify_schemas(schemas, promote_options="permissive") if schemas else None
+    except pyarrow.ArrowException as error:
+        raise BadRowError(f"the inputs' columns cannot form one parquet table: {error}") from None
+
+
+class _Output:
+    """One output file being written: JSONL bytes or parquet batches, to a temporary file."""
+
+    def __init__(self, target: Path, stack: contextlib.ExitStack, empty_schema: Any) -> None:
+        self.target = target
+        self.parquet = target.name.endswith(".parquet")
+        self.temporary = stack.enter_context(files.atomic_output(target))
+        self.stream: IO[bytes] | None = (
+            None if self.parquet else stack.enter_context(self.temporary.open("wb"))
+        )
+        self.writer: Any = None
+        self.empty_schema = empty_schema
+        self.rows = self.scored = 0
+        self.digests = hashlib.sha256()  # of the input's chunks, for the manifest
+
+    def write(self, output: Any, where: str) -> None:
+        if self.stream is not None:
+            self.stream.write(output)
+            return
+        if output.num_rows == 0:
+            if self.empty_schema is None:
+                self.empty_schema = output.schema
+            return
+        pyarrow = _parquet_module()
+        if self.writer is None:
+            self.writer = pyarrow.parquet.ParquetWriter(self.temporary, output.schema)
+        schema = self.writer.schema
+        extra = [name for name in output.schema.names if name not in schema.names]
+        if extra:
+            raise BadRowError(
+                f"{where}: result column(s) {', '.join(extra)} are not in the rows before; a "
+                "parquet file has one set of columns: write .jsonl"
+            )
+        try:
+            self.writer.write_batch(conform(output, schema))
+        except (pyarrow.ArrowException, ValueError) as error:
+            raise BadRowError(f"{where}: cannot write to {self.target}: {error}") from None
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+        elif self.writer is not None:
+            self.writer.close()
+        else:
+            pyarrow = _parquet_module()
+            schema = self.empty_schema if self.empty_schema is not None else pyarrow.schema([])
+            pyarrow.parquet.write_table(schema.empty_table(), self.temporary)
+
+
+def _write_all(
+    job: ScoreJob,
+    the_plan: _Plan,
+    results: Iterator[ChunkResult],
+    stats: _Stats,
+    failures: _Failures,
+    progress: Progress | None,
+    on_described: Callable[[Any], None] | None,
+) -> None:
+    """Write the results, in order, to their outputs; count them; stop at the first bad row
+    with ``on_error="fail"``."""
+    unit = {".parquet": "row"}
+    output: _Output | None = None
+    current = -1
+    with contextlib.ExitStack() as file_stack:
+        for result in results:
+            index = result.file_index
+            name = str(the_plan.inputs[index])
+            target = the_plan.targets[index]
+            if index != current:
+                if output is not None and output.target != target:
+                    _finish(the_plan, current, output, file_stack)
+                    output = None
+                if target is not None and output is None:
+                    output = _Output(target, file_stack, None)
+                current = index
+            where = f"{name}: {unit.get(the_plan.formats[index], 'line')}"
+            for failed in result.failed:
+                if job.on_error == "fail":
+                    raise BadRowError(
+                        f"{where} {failed.number}: {failed.failure.detail} (--on-error skip "
+                        "goes on, listing bad rows in OUTPUT.failures.jsonl)"
+                    )
+                stats.reasons[failed.failure.reason] += 1
+                if len(stats.examples) < 10:
+                    stats.examples.append(
+                        {
+                            "file": name,
+                            unit.get(the_plan.formats[index], "line"): failed.number,
+                            "reason": failed.failure.detail,
+                        }
+                    )
+                failures.add(name, unit.get(the_plan.formats[index], "line"), failed)
+            scored = result.rows - len(result.failed)
+            stats.rows += result.rows
+            stats.scored += scored
+            stats.stringified += result.stringified
+            stats.replaced |= result.replaced
+            summary.merge(stats.counts, result.counts)
+            stats.seconds["workers_parse_and_score"] += result.seconds[0]
+            stats.seconds["workers_serialize"] += result.seconds[1]
+            if output is not None:
+                output.rows += result.rows
+                output.scored += scored
+                output.digests.update(result.digest)
+                written = time.perf_counter()
+                output.write(result.output, name)
+                stats.seconds["write"] += time.perf_counter() - written
+            if on_described is not None:
+                for item in result.described:
+                    on_described(item)
+            if progress is not None:
+                progress(result.rows)
+        if output is not None:
+            _finish(the_plan, current, output, file_stack)
+
+
+def _finish(the_plan: _Plan, index: int, output: _Output, stack: contextlib.ExitStack) -> None:
+    """Close ``output``, rename it into place, and list it in the manifest."""
+    output.close()
+    stack.close()
+    if the_plan.manifest is not None:
+        source = the_plan.inputs[index]
+        parquet = the_plan.formats[index] == ".parquet"
+        digest = files.file_digest(source) if parquet else output.digests.hexdigest()
+        entry = {"sha256": digest, "rows": output.rows, "scored": output.scored}
+        the_plan.manifest.add(source, output.target, entry)
+
+
+class _Failures:
+    """The skipped rows and their reasons, as JSON lines in ``OUTPUT.failures.jsonl``; written
+    through a temporary file when the first one arrives; a stale file removed when none does."""
+
+    def __init__(self, path: Path | None, stack: contextlib.ExitStack) -> None:
+        self.path, self.stack, self.stream = path, stack, None
+
+    def add(self, name: str, unit: str, failed: FailedRow) -> None:
+        if self.path is None:
+            return
+        if self.stream is None:
+            temporary = self.stack.enter_context(files.atomic_output(self.path))
+            self.stream = self.stack.enter_context(temporary.open("wb"))
+        entry = {
+            "file": name,
+            unit: failed.number,
+            "reason": failed.failure.reason,
+            "detail": failed.failure.detail,
+            "row": failed.row,
+        }
+        self.stream.write(orjson.dumps(entry, default=repr, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+
+    def finish(self) -> None:
+        if self.path is not None and self.stream is None:
+            self.path.unlink(missing_ok=True)

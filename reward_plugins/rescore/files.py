@@ -1,0 +1,309 @@
+"""Files: which inputs a job reads, where each output goes, and writing them safely.
+
+Every path check runs before any row is scored: inputs exist and have a known format, no output
+is an input, output locations are directories that can be written, the summary path can be
+written. Outputs are written to a temporary file beside the target and renamed into place when
+complete (keeping an existing file's mode); temporary files are removed on errors, ``SIGINT``
+and ``SIGTERM``, and a later run removes those that a killed run left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import gzip
+import hashlib
+import json
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+FORMATS: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
+MANIFEST_NAME = ".reward-plugins-manifest.json"
+"""The manifest of complete outputs, in an output directory (see :class:`Manifest`)."""
+
+_TEMP_SUFFIX = ".reward-plugins.tmp"
+_STEP_NAME = re.compile(r"(\d+)(\.jsonl|\.jsonl\.gz|\.parquet)$")
+
+
+class PathError(Exception):
+    """A path that cannot be used as asked; the message names the user's path and the reason."""
+
+
+def file_format(path: Path) -> str:
+    """``".jsonl"``, ``".jsonl.gz"`` or ``".parquet"``, from the name.
+
+    Raises:
+        PathError: another extension.
+    """
+    for suffix in FORMATS:
+        if path.name.endswith(suffix):
+            return suffix
+    raise PathError(
+        f"{path}: unsupported format {''.join(path.suffixes) or '(no extension)'!r}; "
+        f"use {', '.join(FORMATS)}"
+    )
+
+
+def _run_order(path: Path) -> tuple[int, int, str]:
+    """verl's ``{step}.jsonl`` files by step number, then any other file by name."""
+    match = _STEP_NAME.fullmatch(path.name)
+    return (0, int(match.group(1)), path.name) if match else (1, 0, path.name)
+
+
+def _data_files(directory: Path) -> list[Path]:
+    return sorted(
+        (p for p in directory.iterdir() if p.is_file() and p.name.endswith(FORMATS)),
+        key=_run_order,
+    )
+
+
+def resolve_inputs(specs: Sequence[str | Path]) -> tuple[list[Path], bool]:
+    """The input files of ``specs`` (files, directories, glob patterns), in order, and whether
+    they form a run (a directory, a pattern or several files) rather than one file.
+
+    A directory contributes its ``.jsonl``, ``.jsonl.gz`` and ``.parquet`` files, verl's
+    ``{step}.jsonl`` by step number first, then the others by name; a pattern its matches in the
+    same order.
+
+    Raises:
+        PathError: a spec that names nothing, a file of another format, or no input at all.
+    """
+    files: list[Path] = []
+    run = len(specs) > 1
+    for spec in specs:
+        path = Path(spec)
+        if path.is_dir():
+            found = _data_files(path)
+            if not found:
+                raise PathError(f"input {path}: the directory has no {', '.join(FORMATS)} files")
+            files += found
+            run = True
+        elif path.is_file():
+            file_format(path)
+            files.append(path)
+        elif glob.has_magic(str(spec)):
+            matches = [Path(m) for m in glob.glob(str(spec)) if Path(m).is_file()]
+            found = sorted((m for m in matches if m.name.endswith(FORMATS)), key=_run_order)
+            if not found:
+                raise PathError(f"input {spec}: the pattern matches no {', '.join(FORMATS)} file")
+            files += found
+            run = True
+        else:
+            raise PathError(f"input {path}: no such file or directory")
+    unique = list(dict.fromkeys(files))
+    if not unique:
+        raise PathError("no input given")
+    return unique, run
+
+
+def plan_outputs(
+    inputs: Sequence[Path], run: bool, output: Path | None, merge: bool
+) -> list[Path | None]:
+    """The output file of each input (the same file for all with ``merge``), or ``None``.
+
+    One input file goes to the file ``output``; a run goes to the directory ``output``, one
+    file per input under the input's name, or with ``merge`` to the one file ``output``.
+
+    Raises:
+        PathError: an output that is an input, two inputs with the same name, a file where a
+            directory is needed or the reverse.
+    """
+    if output is None:
+        return [None] * len(inputs)
+    if run and not merge:
+        if output.exists() and not output.is_dir():
+            raise PathError(
+                f"output {output}: not a directory (a run of {len(inputs)} files is written to "
+                "a directory, one file per input; --merge writes one file)"
+            )
+        names = [path.name for path in inputs]
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice is not None:
+            raise PathError(
+                f"output {output}: two inputs are named {twice!r}; a directory output mirrors "
+                "the input names (use --merge)"
+            )
+        targets: list[Path | None] = [output / name for name in names]
+    else:
+        file_format(output)
+        if output.is_dir():
+            raise PathError(f"output {output}: is a directory, not a file")
+        targets = [output] * len(inputs)
+    for source in inputs:
+        for target in {t for t in targets if t is not None}:
+            if target.exists() and target.resolve() == source.resolve():
+                raise PathError(
+                    f"output {target}: is the input {source}; write the output elsewhere"
+                )
+    return targets
+
+
+def check_writable_directory(directory: Path, role: str) -> None:
+    """Create ``directory`` if needed and prove a file can be created in it.
+
+    Raises:
+        PathError: a parent is a file, or the directory cannot be created or written.
+    """
+    for parent in (directory, *directory.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise PathError(f"{role}: {parent} is a file, not a directory")
+            break
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        descriptor, probe = tempfile.mkstemp(prefix=".", suffix=_TEMP_SUFFIX, dir=directory)
+        os.close(descriptor)
+        os.unlink(probe)
+    except OSError as error:
+        raise PathError(f"{role}: cannot write in {directory}: {error.strerror or error}") from None
+
+
+def check_summary_path(path: Path) -> None:
+    """The summary file's directory must exist; the path must not be a directory.
+
+    Raises:
+        PathError: otherwise.
+    """
+    if path.is_dir():
+        raise PathError(f"--summary-json {path}: is a directory")
+    if not path.parent.is_dir():
+        raise PathError(f"--summary-json {path}: no such directory {path.parent}")
+    check_writable_directory(path.parent, f"--summary-json {path}")
+
+
+# ------------------------------------------------------------------------- atomic writing
+
+
+_live_temporaries: set[Path] = set()
+
+
+def remove_stale_temporaries(target: Path) -> None:
+    """Remove the temporary files that a killed run (``SIGKILL``) left beside ``target``."""
+    for leftover in target.parent.glob(f".{glob.escape(target.name)}.*{_TEMP_SUFFIX}"):
+        pid = leftover.name[len(target.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def atomic_output(target: Path) -> Iterator[Path]:
+    """A temporary path beside ``target``, renamed onto it when the block completes.
+
+    The file gets ``target``'s mode if ``target`` exists, else the mode the umask gives a new
+    file. On any exception (``KeyboardInterrupt`` included) the temporary file is removed and
+    ``target`` is left as it was.
+
+    Raises:
+        PathError: the file cannot be written or renamed (disk full, file too large, ...).
+    """
+    descriptor, name = tempfile.mkstemp(
+        prefix=f".{target.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX, dir=target.parent
+    )
+    os.close(descriptor)
+    temporary = Path(name)
+    _live_temporaries.add(temporary)
+    try:
+        yield temporary
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except OSError as error:
+        raise PathError(f"output {target}: cannot write: {error.strerror or error}") from None
+    finally:
+        temporary.unlink(missing_ok=True)
+        _live_temporaries.discard(temporary)
+
+
+def remove_live_temporaries() -> None:
+    """Remove every temporary file still being written (for a signal handler)."""
+    for temporary in list(_live_temporaries):
+        temporary.unlink(missing_ok=True)
+
+
+def open_text_output(path: Path, final_name: Path) -> IO[bytes]:
+    """A binary stream for JSONL output, gzip-compressed when ``final_name`` ends in ``.gz``."""
+    if final_name.name.endswith(".gz"):
+        return gzip.open(path, "wb", compresslevel=6)
+    return path.open("wb")
+
+
+def open_jsonl_input(path: Path) -> IO[bytes]:
+    """A binary stream of a JSONL file's bytes, decompressed when it ends in ``.gz``."""
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+# ------------------------------------------------------------------------------ manifest
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's bytes, hex."""
+    with path.open("rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+@dataclass
+class Manifest:
+    """The complete outputs of a directory output: for each output name, the input it came from
+    and that input's fingerprint (size and hash), under the job ``settings`` that produced them.
+
+    ``--resume`` skips an output that is listed, exists, and whose input still has the listed
+    fingerprint, when the settings are the same.
+    """
+
+    directory: Path
+    settings: dict[str, Any]
+    files: dict[str, dict[str, Any]]
+
+    @classmethod
+    def load(cls, directory: Path, settings: Mapping[str, Any]) -> Manifest:
+        """The manifest in ``directory`` if it was written under the same settings, else an
+        empty one."""
+        try:
+            data = json.loads((directory / MANIFEST_NAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        files = data.get("files") if data.get("settings") == dict(settings) else None
+        return cls(directory, dict(settings), files if isinstance(files, dict) else {})
+
+    def listed(self, source: Path, target: Path) -> dict[str, Any] | None:
+        """The entry of ``target`` if it exists and is listed as made from ``source`` with the
+        size ``source`` has now (the caller compares the hash)."""
+        entry = self.files.get(target.name)
+        if entry is None or not target.is_file() or entry.get("input") != str(source.resolve()):
+            return None
+        return entry if entry.get("size") == source.stat().st_size else None
+
+    def add(self, source: Path, target: Path, entry: Mapping[str, Any]) -> None:
+        """List ``target`` as complete with ``entry`` (its fingerprint and counts), and write
+        the manifest (atomically)."""
+        self.files[target.name] = {
+            "input": str(source.resolve()),
+            "size": source.stat().st_size,
+            **entry,
+        }
+        text = json.dumps({"settings": self.settings, "files": self.files}, indent=1)
+        with atomic_output(self.directory / MANIFEST_NAME) as temporary:
+            temporary.write_text(text + "\n", encoding="utf-8")

@@ -1,0 +1,220 @@
+"""Rows in and out: parse a chunk of input, find the columns a job reads, serialize results.
+
+Everything here runs in the worker that scores a chunk, so that parsing and serializing scale
+with the workers. JSONL rows are written back by splicing the ``reward_*`` columns into the
+original line: the input's own bytes (number formats, escapes, key order) are kept exactly.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import orjson
+
+RESPONSE_COLUMNS: tuple[str, ...] = ("output", "response", "responses", "solution_str")
+"""Response columns looked for, in this order (verl dumps call it ``output``)."""
+
+GROUND_TRUTH_COLUMNS: tuple[str, ...] = ("gts", "ground_truth", "reward_model.ground_truth")
+"""Ground-truth columns looked for, in this order; a dotted name is a field of a mapping column."""
+
+DATA_SOURCE_COLUMN = "data_source"
+STEP_COLUMN = "step"
+RESULT_PREFIX = "reward_"
+
+
+class RowFailure(NamedTuple):
+    """Why one row was not scored: a short ``reason`` (the category) and a ``detail``."""
+
+    reason: str
+    detail: str
+
+
+# ---------------------------------------------------------------------------------- parsing
+
+
+def parse_line(line: bytes) -> dict[str, Any] | RowFailure:
+    """One JSONL line as a dict, or why it is not one.
+
+    orjson parses almost every line; what it refuses and the standard library accepts (``NaN``
+    tokens, lone surrogate escapes, integers beyond 64 bits) is parsed by :mod:`json`. A line
+    nested deeper than the interpreter's recursion limit is a failure, not a crash.
+    """
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError) as error:  # ValueError: also UnicodeDecodeError
+            detail = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+            return RowFailure("unparsable JSON", f"unparsable JSON: {detail}")
+    if not isinstance(record, dict):
+        return RowFailure(
+            "unparsable JSON", f"a row must be a JSON object, got {type(record).__name__}"
+        )
+    return record
+
+
+def jsonl_lines(payload: bytes, first_number: int) -> Iterator[tuple[int, bytes]]:
+    """``(1-based line number, line)`` of each non-blank line of ``payload``."""
+    for number, line in enumerate(payload.split(b"\n"), start=first_number):
+        if line.strip():
+            yield number, line
+
+
+# -------------------------------------------------------------------------------- columns
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The input columns a job reads; ``data_source`` is ``None`` when ``--data-source`` is used.
+
+    A dotted name (``reward_model.ground_truth``) reads a field of a mapping column.
+    """
+
+    response: str
+    ground_truth: str
+    data_source: str | None
+
+
+def column_value(record: Mapping[str, Any], name: str) -> Any:
+    """The value of column ``name`` in ``record`` (``None`` when absent)."""
+    if name in record:
+        return record[name]
+    parent, dot, child = name.partition(".")
+    if dot:
+        value = record.get(parent)
+        if isinstance(value, Mapping):
+            return value.get(child)
+    return None
+
+
+def _has_column(records: Sequence[Mapping[str, Any]], name: str) -> bool:
+    return any(column_value(record, name) is not None or name in record for record in records)
+
+
+def find_column(
+    records: Sequence[Mapping[str, Any]],
+    given: str | None,
+    candidates: Sequence[str],
+    role: str,
+    option: str,
+    where: str,
+) -> str:
+    """The first of ``candidates`` (or the ``given`` name) present in any of ``records``.
+
+    Raises:
+        ValueError: none is present; the message names ``where``, the columns seen and
+            ``option``.
+    """
+    for name in (given,) if given else candidates:
+        if _has_column(records, name):
+            return name
+    seen: dict[str, None] = {}
+    for record in records:
+        seen.update(dict.fromkeys(record))
+    looked_for = repr(given) if given else " / ".join(map(repr, candidates))
+    raise ValueError(
+        f"{where}: no {role} column {looked_for}; columns: {', '.join(seen) or '(none)'}; "
+        f"name it with {option}"
+    )
+
+
+# ------------------------------------------------------------------ stringified ground truths
+
+
+def unstringify(value: Any) -> tuple[Any, bool]:
+    """A ground truth as written by older verl dumps, restored: ``(value, was_stringified)``.
+
+    verl dumps rows with ``json.dumps(..., default=str)`` (``verl/trainer/ppo/ray_trainer.py``,
+    ``_write_generations``), so a numpy array of gold strings became its ``str``:
+    ``"['a' 'b']"``. The rule: a string, on its own or as the ``target`` of a mapping, that is
+    exactly ``[`` + one or more quoted Python string literals separated by whitespace + ``]`` is
+    read back as the list of those strings. Anything else is left as it is (so ``"[1 2]"`` and
+    ``"['a', 'b']"`` stay strings). A string that numpy shortened with ``...`` cannot be restored.
+
+    Raises:
+        ValueError: the string is a numpy array shortened with ``...``.
+    """
+    if isinstance(value, str):
+        golds = _numpy_strings(value)
+        return (value, False) if golds is None else (golds, True)
+    if isinstance(value, Mapping) and isinstance(value.get("target"), str):
+        golds = _numpy_strings(value["target"])
+        if golds is not None:
+            return {**value, "target": golds}, True
+    return value, False
+
+
+def _numpy_strings(text: str) -> list[str] | None:
+    """The strings of a numpy 1-D string array's ``str``, or ``None`` if ``text`` is not one."""
+    if len(text) < 4 or text[0] != "[" or text[-1] != "]":
+        return None
+    inner, position, golds = text[1:-1], 0, []
+    while True:
+        while position < len(inner) and inner[position].isspace():
+            position += 1
+        if position == len(inner):
+            return golds or None
+        if inner.startswith("...", position):
+            raise ValueError(
+                f"{text[:60]!r} is a numpy array that numpy shortened with '...' when the dump "
+                "was written; its golds cannot be restored"
+            )
+        quote = inner[position]
+        if quote not in "'\"" or (golds and not inner[position - 1].isspace()):
+            return None
+        end = position + 1
+        while end < len(inner) and inner[end] != quote:
+            end += 2 if inner[end] == "\\" else 1
+        if end >= len(inner):
+            return None
+        try:
+            gold = ast.literal_eval(inner[position : end + 1])
+        except (ValueError, SyntaxError):
+            return None
+        golds.append(gold)
+        position = end + 1
+
+
+# ------------------------------------------------------------------------------- writing
+
+
+def reward_columns(result: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"reward_<key>": value}`` of a scorer's result."""
+    return {RESULT_PREFIX + key: value for key, value in result.items()}
+
+
+def spliced_line(line: bytes, record: Mapping[str, Any], rewards: Mapping[str, Any]) -> bytes:
+    """The input ``line`` with the ``rewards`` columns added, without its own bytes re-encoded.
+
+    A row that already has one of the columns (a re-scored output) is re-serialized with the
+    standard library, which round-trips what orjson would not (integers beyond 64 bits,
+    ``NaN``); a lone surrogate is then written as its escape.
+    """
+    if rewards.keys() & record.keys():
+        merged = {**json.loads(line), **rewards}
+        try:
+            text = json.dumps(merged, ensure_ascii=False)
+            text.encode()
+        except UnicodeEncodeError:
+            text = json.dumps(merged, ensure_ascii=True)
+        return text.encode()
+    body = line.rstrip()
+    added = orjson.dumps(rewards)
+    if len(added) == 2:  # no reward columns
+        return body
+    separator = b"," if record else b""
+    return body[:-1] + separator + added[1:]
+
+
+def dumps_record(record: Mapping[str, Any]) -> bytes:
+    """One row read from parquet, as a JSON line (without the newline).
+
+    Raises:
+        TypeError: a value JSON cannot hold (the caller refuses binary columns up front).
+    """
+    return orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS)
