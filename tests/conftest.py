@@ -23,7 +23,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 SLOW_MODULES = frozenset(
     {
-        "test_cli_ray.py",  # a local Ray cluster, the CLI's Ray Data backend
+        "test_cli_ray.py",  # a local Ray cluster, the CLI's Ray backend
+        "test_ray_connect.py",  # local Ray instances, unreachable Ray addresses
+        "test_report_browser.py",  # a headless Chromium
         "test_openrlhf.py",  # imports OpenRLHF (about 7 s), its reward executor
         "test_plugin_example.py",  # pip-installs the example plugin, then verl, TRL, OpenRLHF
         "test_trl.py",  # TRL's GRPOTrainer on a tiny model

@@ -8,6 +8,7 @@ Needs Debian's ``chromium`` and ``chromium-driver`` (``/usr/bin/chromium``,
 from __future__ import annotations
 
 import io
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+    if os.environ.get("CI") == "true":  # .ci/run installs them: a missing browser is a failure
+        raise RuntimeError(f"CI needs {CHROMIUM} and {CHROMEDRIVER}")
     pytest.skip(
         f"headless Chromium needs {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium "
         "chromium-driver)",
