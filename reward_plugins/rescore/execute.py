@@ -177,17 +177,13 @@ def read_chunks(path: Path, file_index: int, fmt: str) -> Iterator[Chunk]:
                 raise RescoreError(f"input {path}: not a readable parquet file: {error}") from None
             return
         with files.open_jsonl_input(path) as stream:
-            number, rest = 1, b""
-            while block := stream.read(JSONL_CHUNK_BYTES):
-                end = block.rfind(b"\n")
-                if end < 0:
-                    rest += block
-                    continue
-                payload, rest = rest + block[: end + 1], block[end + 1 :]
+            number, payload = 1, b""
+            # A block, completed to the end of its last line: one copy of the bytes at most.
+            while payload := stream.read(JSONL_CHUNK_BYTES) + stream.readline():
                 yield Chunk(file_index, number, payload)
                 number += payload.count(b"\n")
-            if rest or number == 1:  # an empty file gives one empty chunk
-                yield Chunk(file_index, number, rest)
+            if number == 1 and not payload:  # an empty file: one empty chunk, so it is written
+                yield Chunk(file_index, number, b"")
     except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
         raise RescoreError(f"input {path}: cannot read: {error}") from None
 
@@ -331,7 +327,7 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
             lines = [rows.dumps_record({**record, **rewards}) for _, record, _, rewards in kept]
         else:
             lines = [rows.spliced_line(raw, record, rewards) for _, record, raw, rewards in kept]
-        output = b"".join(line + b"\n" for line in lines)
+        output = b"\n".join([*lines, b""]) if lines else b""
         if output_format == ".jsonl.gz":
             output = gzip.compress(output, compresslevel=6, mtime=0)
     names = chunk.payload.schema.names if fmt == ".parquet" else None
@@ -681,7 +677,7 @@ class _Stats:
         self.replaced: set[str] = set()
         self.reasons: Counter[str] = Counter()
         self.examples: list[dict[str, Any]] = []
-        self.counts: summary.Counts = {}
+        self.counts: summary.Counts = Counter()
         self.seconds = {"workers_parse_and_score": 0.0, "workers_serialize": 0.0, "write": 0.0}
 
 
@@ -981,7 +977,8 @@ class _Failures:
     through a temporary file when the first one arrives; a stale file removed when none does."""
 
     def __init__(self, path: Path | None, stack: contextlib.ExitStack) -> None:
-        self.path, self.stack, self.stream = path, stack, None
+        self.path, self.stack = path, stack
+        self.stream: IO[bytes] | None = None
 
     def add(self, name: str, unit: str, failed: FailedRow) -> None:
         if self.path is None:

@@ -13,6 +13,7 @@ import contextlib
 import glob
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 FORMATS: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
 MANIFEST_NAME = ".reward-plugins-manifest.json"
@@ -241,14 +242,7 @@ def remove_live_temporaries() -> None:
         temporary.unlink(missing_ok=True)
 
 
-def open_text_output(path: Path, final_name: Path) -> IO[bytes]:
-    """A binary stream for JSONL output, gzip-compressed when ``final_name`` ends in ``.gz``."""
-    if final_name.name.endswith(".gz"):
-        return gzip.open(path, "wb", compresslevel=6)
-    return path.open("wb")
-
-
-def open_jsonl_input(path: Path) -> IO[bytes]:
+def open_jsonl_input(path: Path) -> io.BufferedIOBase:
     """A binary stream of a JSONL file's bytes, decompressed when it ends in ``.gz``."""
     if path.name.endswith(".gz"):
         return gzip.open(path, "rb")

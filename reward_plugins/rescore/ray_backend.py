@@ -99,7 +99,7 @@ def ray_session(
     If this process is already connected (``ray.is_initialized()``), that connection is used
     and left as it is on exit; ``address``, ``cpus``, ``timeout`` and ``py_modules`` are then
     ignored. Otherwise the target is ``address``, or the ``RAY_ADDRESS`` environment variable
-    when ``address`` is ``None`` or ``"auto"`` (as ``ray.init`` reads it):
+    when ``address`` is ``None`` (or empty) or ``"auto"`` (as ``ray.init`` reads it):
 
     - ``None`` (and no ``RAY_ADDRESS``) or ``"local"``: a new local instance with ``cpus`` CPUs
       (all of them if ``None``) is started, without the dashboard;
@@ -187,8 +187,9 @@ def _ray_output_quieted(active: bool) -> Iterator[Callable[[], None]]:
 def _target(address: str | None) -> str | None:
     """``address``, or ``RAY_ADDRESS`` when set and ``address`` is ``None`` or ``"auto"``.
 
-    The same rule as ``ray.init`` (``ray/_private/worker.py``, ``init``).
+    The rule of ``ray.init`` (``ray/_private/worker.py``, ``init``); an empty string is ``None``.
     """
+    address = address or None
     from_environment = os.environ.get("RAY_ADDRESS") or None
     if from_environment and address in (None, "auto"):
         return from_environment

@@ -153,7 +153,7 @@ def _numpy_strings(text: str) -> list[str] | None:
     """The strings of a numpy 1-D string array's ``str``, or ``None`` if ``text`` is not one."""
     if len(text) < 4 or text[0] != "[" or text[-1] != "]":
         return None
-    inner, position, golds = text[1:-1], 0, []
+    inner, position, golds = text[1:-1], 0, list[str]()
     while True:
         while position < len(inner) and inner[position].isspace():
             position += 1
@@ -203,12 +203,11 @@ def spliced_line(line: bytes, record: Mapping[str, Any], rewards: Mapping[str, A
         except UnicodeEncodeError:
             text = json.dumps(merged, ensure_ascii=True)
         return text.encode()
-    body = line.rstrip()
+    end = len(line.rstrip()) - 1  # the closing brace
     added = orjson.dumps(rewards)
     if len(added) == 2:  # no reward columns
-        return body
-    separator = b"," if record else b""
-    return body[:-1] + separator + added[1:]
+        return line[: end + 1]
+    return b"".join((memoryview(line)[:end], b"," if record else b"", memoryview(added)[1:]))
 
 
 def dumps_record(record: Mapping[str, Any]) -> bytes:

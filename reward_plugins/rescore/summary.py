@@ -1,7 +1,7 @@
 """The job summary, accumulated as counts so that it costs the same for any number of rows.
 
-Workers count, per chunk, how often each value of each summary metric occurs per data source and
-per step; the parent merges the counts. Intervals are computed once at the end: a 95% bootstrap
+Workers count, per chunk, how many rows share each data source, step and vector of summary
+metric values; the parent merges the counts. Intervals are computed once at the end: a 95% bootstrap
 interval per data source and overall (resampling the counts, the same distribution as
 resampling the rows), and a normal-approximation band per step (mean +- 1.96 standard errors,
 clipped to the values' range), which is what a curve over hundreds of steps needs and costs
@@ -11,6 +11,7 @@ nothing.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -29,43 +30,44 @@ SUMMARY_METRICS: tuple[tuple[str, str], ...] = (
 """``(result key, label)`` of the summary's means, each reported where the scorer computes it
 for every row of the group."""
 
-GroupKey = tuple[str, Any]
-"""``("source", data_source)`` or ``("step", step)`` (``step`` is ``None`` without a column)."""
+Counts = Counter[tuple[str, int | None, tuple[Any, ...]]]
+"""How many rows had each ``(data_source, step, values)``, where ``values`` holds the row's value
+of each summary metric (``None`` where the result has no such key): for QA metrics a chunk has
+few distinct such tuples, so counting them is cheap to do, send and merge."""
 
-Counts = dict[GroupKey, dict[str, Any]]
-"""Per group: ``{"rows": n, "values": {metric: {value: count}}}``."""
+_KEYS = tuple(key for key, _ in SUMMARY_METRICS)
 
 
 def count(rows: Iterable[tuple[str, int | None, Mapping[str, Any]]]) -> Counts:
     """The counts of ``(data_source, step, result)`` rows (run in the worker)."""
-    counts: Counts = {}
-    for source, step, result in rows:
-        for key in (("source", source), ("step", step)):
-            group = counts.get(key)
-            if group is None:
-                group = counts[key] = {"rows": 0, "values": {}}
-            group["rows"] += 1
-            values = group["values"]
-            for metric, _ in SUMMARY_METRICS:
-                value = result.get(metric)
-                if value is not None:
-                    seen = values.setdefault(metric, {})
-                    seen[value] = seen.get(value, 0) + 1
-    return counts
+    return Counter((source, step, tuple(map(result.get, _KEYS))) for source, step, result in rows)
 
 
 def merge(total: Counts, part: Counts) -> None:
     """Add the counts ``part`` into ``total``."""
-    for key, group in part.items():
-        _add(total.setdefault(key, {"rows": 0, "values": {}}), group)
+    total.update(part)
 
 
-def _add(into: dict[str, Any], group: Mapping[str, Any]) -> None:
-    into["rows"] += group["rows"]
-    for metric, values in group["values"].items():
-        seen = into["values"].setdefault(metric, {})
-        for value, n in values.items():
-            seen[value] = seen.get(value, 0) + n
+Group = dict[str, Any]
+"""``{"rows": n, "values": {metric: {value: count}}}``: one data source, step, or all rows."""
+
+
+def _groups(counts: Counts) -> tuple[dict[str, Group], dict[int, Group], Group]:
+    """The counts per data source, per step (rows with a step), and overall."""
+    sources: dict[str, Group] = {}
+    steps: dict[int, Group] = {}
+    overall: Group = {"rows": 0, "values": {}}
+    for (source, step, values), n in counts.items():
+        targets = [sources.setdefault(source, {"rows": 0, "values": {}}), overall]
+        if step is not None:
+            targets.append(steps.setdefault(step, {"rows": 0, "values": {}}))
+        for group in targets:
+            group["rows"] += n
+            for key, value in zip(_KEYS, values, strict=True):
+                if value is not None:
+                    seen = group["values"].setdefault(key, {})
+                    seen[value] = seen.get(value, 0) + n
+    return sources, steps, overall
 
 
 def _arrays(values: Mapping[Any, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -110,21 +112,15 @@ def finish(counts: Counts) -> dict[str, Any]:
     sources sorted, steps in step order (empty when no row has a ``step``), where a group is
     ``{"rows": n, "metrics": {key: {"mean", "low", "high"}}}``.
     """
-    overall: dict[str, Any] = {"rows": 0, "values": {}}
-    sources = {}
-    for key in sorted((k for k in counts if k[0] == "source"), key=lambda k: k[1]):
-        _add(overall, counts[key])
-        sources[key[1]] = {"rows": counts[key]["rows"], "metrics": _bootstrap(counts[key])}
-    steps = sorted(k[1] for k in counts if k[0] == "step" and k[1] is not None)
+    sources, steps, overall = _groups(counts)
     return {
-        "sources": sources,
+        "sources": {
+            name: {"rows": sources[name]["rows"], "metrics": _bootstrap(sources[name])}
+            for name in sorted(sources)
+        },
         "overall": {"rows": overall["rows"], "metrics": _bootstrap(overall)},
         "steps": [
-            {
-                "step": step,
-                "rows": counts["step", step]["rows"],
-                "metrics": _band(counts["step", step]),
-            }
-            for step in steps
+            {"step": step, "rows": steps[step]["rows"], "metrics": _band(steps[step])}
+            for step in sorted(steps)
         ],
     }
