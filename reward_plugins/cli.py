@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from reward_plugins import rescore
 from reward_plugins.options import OptionSpec
@@ -28,6 +28,7 @@ from reward_plugins.rescore.files import (
     atomic_output,
     check_summary_path,
     check_writable_directory,
+    remove_temporaries,
 )
 
 ADAPTER_FILES = {
@@ -58,8 +59,18 @@ def parse_option(text: str) -> tuple[str, Any]:
     return key.strip(), parsed
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other error of the command (``--help`` shows the
+    usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.partition(" ")[2]
+        where = f"{command}: " if command else ""
+        self.exit(2, f"reward-plugins: error: {where}{message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="reward-plugins", description="Rule-based rewards for RL fine-tuning of LLMs."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -89,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_job_arguments(score)
     score.add_argument("--summary-json", type=Path, metavar="PATH", help="write the summary")
-    score.set_defaults(handler=_score)
+    score.set_defaults(handler=_score, command_parser=score)
 
     report = commands.add_parser(
         "report",
@@ -112,15 +123,15 @@ def _parser() -> argparse.ArgumentParser:
         help="answers longer than this are flagged (30)",
     )
     _add_job_arguments(report)
-    report.set_defaults(handler=_report)
+    report.set_defaults(handler=_report, command_parser=report)
     listing = commands.add_parser(
         "list", help="registered scorers: data sources, options, origin; broken plugins"
     )
-    listing.set_defaults(handler=_list)
+    listing.set_defaults(handler=_list, command_parser=listing)
 
     path = commands.add_parser("path", help="installed path of an integration entry file")
     path.add_argument("target", choices=sorted(ADAPTER_FILES))
-    path.set_defaults(handler=_path)
+    path.set_defaults(handler=_path, command_parser=path)
     return parser
 
 
@@ -178,10 +189,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(signal, "SIGXFSZ"):  # over `ulimit -f`: an OSError to report, not a core dump
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
-        code: int = args.handler(args, parser)
+        code: int = args.handler(args, args.command_parser)
     except KeyboardInterrupt:
+        remove_temporaries()
         return _error("interrupted; no output was left half-written", 130)
     except _Terminated:
+        remove_temporaries()
         return _error("terminated; no output was left half-written", 143)
     except BrokenPipeError:  # stdout closed early (`| head`): not an error of the job
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -236,9 +249,9 @@ def _job(
     args: argparse.Namespace, parser: argparse.ArgumentParser, inputs: Sequence[Any]
 ) -> rescore.ScoreJob:
     if args.ray_address and args.backend != "ray":
-        parser.error(f"{args.command}: --ray-address needs --backend ray")
+        parser.error("--ray-address needs --backend ray")
     if args.data_source is not None and args.data_source_column is not None:
-        parser.error(f"{args.command}: give --data-source or --data-source-column, not both")
+        parser.error("give --data-source or --data-source-column, not both")
     workers = args.workers
     cpus = rescore.usable_cpus()
     if workers is not None and workers > cpus and not args.ray_address:
@@ -264,19 +277,21 @@ def _job(
         ray_address=args.ray_address,
         quiet=args.quiet,
         resume=getattr(args, "resume", False),
+        also_writes=tuple(args.writes),
     )
 
 
 def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.demo == bool(args.inputs):
-        parser.error("score: give INPUT, or --demo (not both)")
+        parser.error("give INPUT, or --demo (not both)")
     if args.output is None and not args.demo:
-        parser.error("score: -o/--output is required (except with --demo)")
+        parser.error("-o/--output is required (except with --demo)")
     with ExitStack() as stack:
         inputs = args.inputs
         if args.demo:
             sample = resources.files("reward_plugins") / "data" / DEMO_SAMPLE
             inputs = [stack.enter_context(resources.as_file(sample))]
+        args.writes = [args.summary_json] if args.summary_json else []
         job = _job(args, parser, inputs)
         try:
             if args.summary_json is not None:
@@ -299,11 +314,12 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from reward_plugins.rescore import report
 
     if not args.output.name.endswith((".html", ".htm")):
-        parser.error(f"report: -o {args.output}: the report is an .html file")
+        parser.error(f"-o {args.output}: the report is an .html file")
     if args.max_answer_words < 1 or args.examples < 0:
-        parser.error("report: --max-answer-words must be at least 1, --examples at least 0")
+        parser.error("--max-answer-words must be at least 1, --examples at least 0")
     png_dir = args.png_dir or args.output.with_name(args.output.stem + "_pngs")
     html_output, args.output = args.output, None
+    args.writes = [html_output]
     job = dataclasses.replace(
         _job(args, parser, args.inputs),
         describe=functools.partial(report.describe_row, max_answer_words=args.max_answer_words),

@@ -247,12 +247,10 @@ def test_unknown_scorer(tmp_path: Path) -> None:
     result = run_cli("score", source, "-o", tmp_path / "out.jsonl", "--scorer", "compute_scor")
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr.startswith("usage: reward-plugins score ")
-    assert "Traceback" not in result.stderr
     choices = ", ".join(map(repr, scorer_names()))
-    assert result.stderr.endswith(
-        "reward-plugins score: error: argument --scorer: invalid choice: 'compute_scor' "
-        f"(choose from {choices})\n"
+    assert result.stderr == (
+        "reward-plugins: error: score: argument --scorer: invalid choice: 'compute_scor' "
+        f"(choose from {choices}) (see reward-plugins score --help)\n"
     )
     assert {"compute_score", "compute_score_format", "compute_score_metric"} <= set(scorer_names())
     assert leftover_files(tmp_path, {"rows.jsonl"}) == set()

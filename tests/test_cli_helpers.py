@@ -124,3 +124,81 @@ def verl_score(response: str, ground_truth: Any) -> float:
 
     with contextlib.redirect_stdout(io.StringIO()):
         return float(search_r1_like_qa_em.compute_score(response, ground_truth))
+
+
+# --- runs, temporary files, shells (tests/test_cli_run.py, tests/test_cli_failures.py) -------
+
+REWARD_KEYS = (
+    "score",
+    "acc",
+    "em",
+    "subem",
+    "f1",
+    "answer_found",
+    "answer_tags",
+    "spam_penalized",
+)
+"""The result keys of the built-in Search-R1 scorers, in order (``reward_<key>`` columns)."""
+
+TEMP_SUFFIX = ".reward-plugins.tmp"
+
+
+def temporaries(root: Path) -> list[str]:
+    """Every temporary file of the CLI under ``root`` (hidden ones included), relative, sorted."""
+    return sorted(str(path.relative_to(root)) for path in root.rglob(f"*{TEMP_SUFFIX}"))
+
+
+def reward_values(record: dict[str, Any]) -> dict[str, Any]:
+    """``{key: value}`` of a row's ``reward_<key>`` columns."""
+    return {k.removeprefix("reward_"): v for k, v in record.items() if k.startswith("reward_")}
+
+
+def verl_dump_line(entry: dict[str, Any]) -> str:
+    """One line as verl 0.9.1's ``_write_generations`` writes it (numpy values through ``str``)."""
+    return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def write_verl_run(directory: Path, steps: dict[int, int], seed: int = 0) -> dict[int, list[Any]]:
+    """``{step}.jsonl`` files of ``count`` rows each (``steps``: step -> count), as verl's
+    ``trainer.rollout_data_dir`` holds them; returns each step's rows."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for offset, (step, count) in enumerate(steps.items()):
+        rows = [{**row, "step": step} for row in dump_rows(count, seed=seed + offset)]
+        lines = "".join(verl_dump_line(row) + "\n" for row in rows)
+        (directory / f"{step}.jsonl").write_text(lines, encoding="utf-8")
+        written[step] = rows
+    return written
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The message of a CLI error: stderr must be exactly one ``reward-plugins: error:`` line
+    (no traceback, nothing on stdout); returns the text after the prefix."""
+    prefix = "reward-plugins: error: "
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith(prefix) and result.stderr.count("\n") == 1, result.stderr
+    assert TEMP_SUFFIX not in result.stderr, result.stderr
+    assert result.stdout == "", result.stdout
+    return result.stderr[len(prefix) : -1]
+
+
+def run_cli_in_shell(
+    setup: str, *args: str | Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m reward_plugins ARGS`` exec'd by bash after ``setup`` (``umask 077``,
+    ``ulimit -f 64``), so that the setting applies to the CLI's own process."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = ["bash", "-c", f'{setup}; exec "$@"', "bash", sys.executable, "-m", "reward_plugins"]
+    return subprocess.run(
+        [*command, *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+    )
+
+
+def run_cli_with_script(
+    script: str, *args: str | Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The CLI run by ``python -c script ARGS``: a script that registers scorers, then calls
+    ``sys.exit(main(sys.argv[1:]))``."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-c", script, *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)

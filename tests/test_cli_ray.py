@@ -105,10 +105,14 @@ def test_bad_row_fails_as_on_the_local_backend(tmp_path: Path, ray_address: str)
         assert result.returncode == 1
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
         messages.append(result.stderr.strip())
-    assert messages[0] == messages[1] == (
-        f"reward-plugins: error: {source}: row 6: invalid ground truth: "
-        f"data_source={rows[5]['data_source']!r}: ground_truth['target'] must be a string, a "
-        "number, or a list, tuple or 1-D array of strings and numbers, got NoneType: None "
-        "(--on-error skip goes on, listing bad rows in OUTPUT.failures.jsonl)"
+    assert (
+        messages[0]
+        == messages[1]
+        == (
+            f"reward-plugins: error: {source}: row 6: invalid ground truth: "
+            f"data_source={rows[5]['data_source']!r}: ground_truth['target'] must be a string, a "
+            "number, or a list, tuple or 1-D array of strings and numbers, got NoneType: None "
+            "(--on-error skip goes on, listing bad rows in OUTPUT.failures.jsonl)"
+        )
     )
     assert not (tmp_path / "out.parquet").exists()

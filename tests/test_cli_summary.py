@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from test_cli_helpers import REPO, read_jsonl, write_jsonl
 
-from reward_plugins.metrics.aggregate import bootstrap_mean
-from reward_plugins.metrics.aggregate import bootstrap_mean_of_counts
+from reward_plugins.metrics.aggregate import bootstrap_mean, bootstrap_mean_of_counts
 from reward_plugins.rescore.summary import count, finish, merge
 
 LENGTH_SCORER = """
@@ -75,7 +74,11 @@ def test_summary_groups_sorted_overall_and_steps() -> None:
     # Per step: mean +- 1.96 standard errors (sample variance), clipped to the values' range.
     assert [step["step"] for step in summary["steps"]] == [1, 2]
     step1, step2 = summary["steps"]
-    assert step1["rows"] == 2 and step1["metrics"]["score"] == {"mean": 0.0, "low": 0.0, "high": 0.0}
+    assert step1["rows"] == 2 and step1["metrics"]["score"] == {
+        "mean": 0.0,
+        "low": 0.0,
+        "high": 0.0,
+    }
     assert step2["metrics"]["score"] == {"mean": 1.0, "low": 1.0, "high": 1.0}
 
 

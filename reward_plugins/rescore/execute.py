@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import itertools
 import multiprocessing
 import os
 import signal
@@ -41,7 +42,7 @@ JSONL_CHUNK_BYTES = 1 << 21
 
 PARQUET_CHUNK_ROWS = 1024
 COLUMN_SAMPLE_ROWS = 1000
-"""The columns a job reads are chosen from this many rows at the start of its first input."""
+"""The columns a job reads are chosen from this many rows at the start of its inputs."""
 
 IN_FLIGHT_PER_WORKER = 3
 
@@ -70,7 +71,8 @@ class ScoreJob:
     ``workers`` is the number of local processes, or the CPUs of a local Ray instance (``None``:
     1 locally, every CPU on Ray). ``quiet`` silences Ray. ``describe`` (a picklable function of
     a :class:`ScoredRow`) runs in the workers on every scored row; :func:`run` hands its results
-    to ``on_described`` in input order.
+    to ``on_described`` in input order. ``also_writes`` names the files the caller writes besides
+    (a summary): none may be an input or an output.
     """
 
     inputs: tuple[str | Path, ...]
@@ -89,6 +91,7 @@ class ScoreJob:
     quiet: bool = False
     resume: bool = False
     describe: Callable[[ScoredRow], Any] | None = None
+    also_writes: tuple[Path, ...] = ()
 
 
 def usable_cpus() -> int:
@@ -108,6 +111,7 @@ class Chunk(NamedTuple):
     file_index: int
     first_number: int  # 1-based line (JSONL) or row (parquet) of the chunk's first row
     payload: Any
+    last: bool  # the file's last chunk
 
 
 class FailedRow(NamedTuple):
@@ -118,6 +122,7 @@ class FailedRow(NamedTuple):
 
 class ChunkResult(NamedTuple):
     file_index: int
+    last: bool
     rows: int
     output: Any  # bytes (JSONL), a pyarrow.RecordBatch (parquet) or None
     failed: list[FailedRow]
@@ -156,52 +161,47 @@ def _parquet_module() -> Any:
 
 
 def read_chunks(path: Path, file_index: int, fmt: str) -> Iterator[Chunk]:
-    """The chunks of one input file.
+    """The chunks of one input file, the last one marked; an empty file gives one empty chunk,
+    so that its output is written too.
 
     Raises:
         RescoreError: the file cannot be read (not parquet, not gzip, an I/O error).
     """
+    number, previous = 1, None
+    for payload in _payloads(path, fmt):
+        if previous is not None:
+            yield Chunk(file_index, number, previous, False)
+            number += _rows_in(previous, fmt)
+        previous = payload
+    yield Chunk(file_index, number, b"" if previous is None else previous, True)
+
+
+def _rows_in(payload: Any, fmt: str) -> int:
+    """Rows (parquet) or lines (JSONL) in a payload: what the next chunk's number skips."""
+    return payload.num_rows if fmt == ".parquet" else payload.count(b"\n")
+
+
+def _payloads(path: Path, fmt: str) -> Iterator[Any]:
     try:
         if fmt == ".parquet":
             pyarrow = _parquet_module()
-            number = 1
             try:
                 reader = pyarrow.parquet.ParquetFile(path)
+                empty = True
                 for batch in reader.iter_batches(batch_size=PARQUET_CHUNK_ROWS):
-                    yield Chunk(file_index, number, batch)
-                    number += batch.num_rows
-                if number == 1:  # no rows: one empty chunk, so that the output is written
-                    empty = reader.schema_arrow.empty_table()
-                    yield Chunk(file_index, 1, pyarrow.RecordBatch.from_pylist([], empty.schema))
+                    empty = False
+                    yield batch
+                if empty:  # no rows: the columns still go to the output
+                    yield pyarrow.RecordBatch.from_pylist([], schema=reader.schema_arrow)
             except pyarrow.ArrowException as error:
                 raise RescoreError(f"input {path}: not a readable parquet file: {error}") from None
             return
         with files.open_jsonl_input(path) as stream:
-            number, payload = 1, b""
             # A block, completed to the end of its last line: one copy of the bytes at most.
             while payload := stream.read(JSONL_CHUNK_BYTES) + stream.readline():
-                yield Chunk(file_index, number, payload)
-                number += payload.count(b"\n")
-            if number == 1 and not payload:  # an empty file: one empty chunk, so it is written
-                yield Chunk(file_index, number, b"")
+                yield payload
     except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
         raise RescoreError(f"input {path}: cannot read: {error}") from None
-
-
-def sample_records(path: Path, fmt: str, limit: int = COLUMN_SAMPLE_ROWS) -> list[dict[str, Any]]:
-    """Up to ``limit`` parsed rows from the start of ``path`` (lines that do not parse skipped);
-    for parquet, every column is present in each row."""
-    records: list[dict[str, Any]] = []
-    for chunk in read_chunks(path, 0, fmt):
-        if fmt == ".parquet":
-            return list(chunk.payload.slice(0, limit).to_pylist())
-        for _, line in rows.jsonl_lines(chunk.payload, chunk.first_number):
-            record = rows.parse_line(line)
-            if isinstance(record, dict):
-                records.append(record)
-                if len(records) >= limit:
-                    return records
-    return records
 
 
 # --------------------------------------------------------------------------- the worker
@@ -346,6 +346,7 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
     digest = b"" if fmt == ".parquet" else hashlib.sha256(chunk.payload).digest()
     return ChunkResult(
         chunk.file_index,
+        chunk.last,
         total,
         output,
         failed,
@@ -542,7 +543,9 @@ def plan(job: ScoreJob) -> _Plan:
     try:
         inputs, is_run = files.resolve_inputs(job.inputs)
         formats = [files.file_format(path) for path in inputs]
-        targets = files.plan_outputs(inputs, is_run, job.output, job.merge)
+        failures_path = None if job.output is None else Path(f"{job.output}.failures.jsonl")
+        others = [*job.also_writes, *([failures_path] if failures_path else [])]
+        targets = files.plan_outputs(inputs, is_run, job.output, job.merge, others)
     except files.PathError as error:
         raise RescoreError(str(error)) from None
     if ".parquet" in formats or (job.output is not None and job.output.name.endswith(".parquet")):
@@ -558,16 +561,15 @@ def plan(job: ScoreJob) -> _Plan:
         ) from None
     if job.workers is not None and job.workers < 1:
         raise RescoreError(f"--workers must be at least 1, got {job.workers}")
-    failures_path = None
     try:
         if job.output is not None:
             directory = job.output if directory_output else job.output.parent
             files.check_writable_directory(directory, f"output {job.output}")
-            for target in {t for t in targets if t is not None}:
-                files.remove_stale_temporaries(target)
-            if job.on_error == "skip":
-                failures_path = Path(f"{job.output}.failures.jsonl")
-                files.remove_stale_temporaries(failures_path)
+        written = [*targets, *others]
+        if directory_output:
+            written.append(job.output / files.MANIFEST_NAME)  # type: ignore[operator]
+        for target in {t for t in written if t is not None}:
+            files.remove_stale_temporaries(target)
     except files.PathError as error:
         raise RescoreError(str(error)) from None
     manifest = None
@@ -609,9 +611,32 @@ def _settings(job: ScoreJob) -> dict[str, Any]:
     }
 
 
-def _columns(job: ScoreJob, path: Path, fmt: str) -> rows.Columns:
-    records = sample_records(path, fmt)
-    where = f"input {path}"
+def _rows_to_score(the_plan: _Plan) -> Iterator[dict[str, Any] | rows.RowFailure]:
+    """The rows of the inputs to score, parsed, in order (lazily: for a look at the first)."""
+    for index in the_plan.todo:
+        for chunk in read_chunks(the_plan.inputs[index], index, the_plan.formats[index]):
+            if the_plan.formats[index] == ".parquet":
+                yield from chunk.payload.slice(0, COLUMN_SAMPLE_ROWS).to_pylist()
+            else:
+                for _, line in rows.jsonl_lines(chunk.payload, chunk.first_number):
+                    yield rows.parse_line(line)
+
+
+def _columns(job: ScoreJob, the_plan: _Plan) -> rows.Columns:
+    """The response, ground-truth and data-source columns, found in the first rows to score.
+
+    Raises:
+        RescoreError: a column is found in none of those rows.
+    """
+    first = itertools.islice(_rows_to_score(the_plan), COLUMN_SAMPLE_ROWS)
+    records = [record for record in first if isinstance(record, dict)]
+    if not records:  # no row to score, or none that parses: each row will say why
+        return rows.Columns(
+            job.response_column or rows.RESPONSE_COLUMNS[0],
+            job.ground_truth_column or rows.GROUND_TRUTH_COLUMNS[0],
+            None if job.data_source else job.data_source_column or rows.DATA_SOURCE_COLUMN,
+        )
+    where = f"input {the_plan.inputs[the_plan.todo[0]]}"
     try:
         response = rows.find_column(
             records,
@@ -645,25 +670,30 @@ def _columns(job: ScoreJob, path: Path, fmt: str) -> rows.Columns:
     return rows.Columns(response, truth, source)
 
 
-def _check_no_binary(path: Path) -> None:
-    """JSONL cannot hold bytes: refuse a parquet input with binary columns before any work."""
+def _check_json_columns(path: Path) -> None:
+    """Refuse, before any work, a parquet input whose columns JSON has no exact form for:
+    bytes, decimals, durations and intervals."""
     pyarrow = _parquet_module()
-    schema = pyarrow.parquet.read_schema(path)
+    types = pyarrow.types
+    refused = (
+        types.is_binary,
+        types.is_large_binary,
+        types.is_fixed_size_binary,
+        types.is_decimal,
+        types.is_duration,
+        types.is_interval,
+    )
 
-    def binary(data_type: Any) -> bool:
-        if (
-            pyarrow.types.is_binary(data_type)
-            or pyarrow.types.is_large_binary(data_type)
-            or pyarrow.types.is_fixed_size_binary(data_type)
-        ):
+    def without_json_form(data_type: Any) -> bool:
+        if any(test(data_type) for test in refused):
             return True
-        return any(binary(data_type.field(i).type) for i in range(data_type.num_fields))
+        return any(without_json_form(data_type.field(i).type) for i in range(data_type.num_fields))
 
-    for field_ in schema:
-        if binary(field_.type):
+    for field_ in pyarrow.parquet.read_schema(path):
+        if without_json_form(field_.type):
             raise RescoreError(
-                f"input {path}: column {field_.name!r} holds binary values ({field_.type}), which "
-                "JSONL cannot hold; write .parquet"
+                f"input {path}: column {field_.name!r} holds {field_.type} values, which JSONL "
+                "cannot hold exactly; write .parquet"
             )
 
 
@@ -696,19 +726,16 @@ def run(
     the_plan = plan(job)
     started = time.perf_counter()
     todo = the_plan.todo
-    columns = None
-    if todo:
-        first = todo[0]
-        columns = _columns(job, the_plan.inputs[first], the_plan.formats[first])
+    columns = _columns(job, the_plan) if todo else None
     output_formats: list[str | None] = []
     for index, target in enumerate(the_plan.targets):
         out = None if target is None else files.file_format(target)
         if out in (".jsonl", ".jsonl.gz") and the_plan.formats[index] == ".parquet":
-            _check_no_binary(the_plan.inputs[index])
+            _check_json_columns(the_plan.inputs[index])
         output_formats.append(out)
     parquet_schema = None
-    if columns is not None and ".parquet" in output_formats:
-        parquet_schema = _union_schema(job, the_plan, columns)
+    if todo and ".parquet" in output_formats:
+        parquet_schema = _union_schema(the_plan)
     worker_job = WorkerJob(
         job.scorer,
         dict(job.options),
@@ -790,27 +817,32 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _union_schema(job: ScoreJob, the_plan: _Plan, columns: rows.Columns) -> Any:
-    """The input columns of the parquet outputs: every key of every row (a first pass over the
-    JSONL inputs) and every parquet input's columns, in order of first appearance.
-
-    Returns ``None`` when the one input is parquet (its batches are written as they are).
+def _union_schema(the_plan: _Plan) -> Any:
+    """The input columns of a parquet output made of several inputs (``--merge``) or of JSONL:
+    every key of every row (a first pass over the JSONL inputs) and every parquet input's
+    columns, in order of first appearance; ``None`` when each parquet output comes from one
+    parquet input (its batches are written as they are).
 
     Raises:
         BadRowError: a column whose values have different types in two rows.
     """
     pyarrow = _parquet_module()
-    todo = [i for i in the_plan.todo if the_plan.targets[i] is not None]
-    if len(todo) == 1 and the_plan.formats[todo[0]] == ".parquet" and not job.merge:
+    by_target: dict[Path, list[int]] = {}
+    for index in the_plan.todo:
+        target = the_plan.targets[index]
+        if target is not None and target.name.endswith(".parquet"):
+            by_target.setdefault(target, []).append(index)
+    # Merged or JSONL rows: at most one such output (a run's own outputs mirror its inputs).
+    mixed = [f for f in by_target.values() if len(f) > 1 or the_plan.formats[f[0]] != ".parquet"]
+    if not mixed:
         return None
+    feeders = mixed[0]
     schemas = []
     first: dict[str, tuple[str, str]] = {}  # column -> (kind, where)
-    for index in todo:
+    for index in feeders:
         path, fmt = the_plan.inputs[index], the_plan.formats[index]
         if fmt == ".parquet":
             schemas.append(pyarrow.parquet.read_schema(path))
-            continue
-        if not job.merge and files.file_format(the_plan.targets[index]) != ".parquet":  # type: ignore[arg-type]
             continue
         for chunk in read_chunks(path, index, fmt):
             records = []
@@ -833,7 +865,7 @@ def _union_schema(job: ScoreJob, the_plan: _Plan, columns: rows.Columns) -> Any:
             if records:
                 try:
                     schemas.append(pyarrow.schema(pyarrow.array(records).type))
-                except (pyarrow.ArrowException, OverflowError) as error:
+                except (pyarrow.ArrowException, OverflowError, ValueError) as error:
                     raise BadRowError(
                         f"{path}: lines {chunk.first_number} onwards cannot form parquet "
                         f"columns: {error}"
@@ -902,40 +934,29 @@ def _write_all(
     progress: Progress | None,
     on_described: Callable[[Any], None] | None,
 ) -> None:
-    """Write the results, in order, to their outputs; count them; stop at the first bad row
+    """Write the results, in order, to their outputs, each output completed with its input's
+    last chunk (with ``merge``, after the last input); count them; stop at the first bad row
     with ``on_error="fail"``."""
-    unit = {".parquet": "row"}
     output: _Output | None = None
-    current = -1
     with contextlib.ExitStack() as file_stack:
         for result in results:
             index = result.file_index
             name = str(the_plan.inputs[index])
+            unit = "row" if the_plan.formats[index] == ".parquet" else "line"
             target = the_plan.targets[index]
-            if index != current:
-                if output is not None and output.target != target:
-                    _finish(the_plan, current, output, file_stack)
-                    output = None
-                if target is not None and output is None:
-                    output = _Output(target, file_stack, None)
-                current = index
-            where = f"{name}: {unit.get(the_plan.formats[index], 'line')}"
+            if output is None and target is not None:
+                output = _Output(target, file_stack, None)
             for failed in result.failed:
                 if job.on_error == "fail":
                     raise BadRowError(
-                        f"{where} {failed.number}: {failed.failure.detail} (--on-error skip "
-                        "goes on, listing bad rows in OUTPUT.failures.jsonl)"
+                        f"{name}: {unit} {failed.number}: {failed.failure.detail} (--on-error "
+                        "skip goes on, listing bad rows in OUTPUT.failures.jsonl)"
                     )
                 stats.reasons[failed.failure.reason] += 1
                 if len(stats.examples) < 10:
-                    stats.examples.append(
-                        {
-                            "file": name,
-                            unit.get(the_plan.formats[index], "line"): failed.number,
-                            "reason": failed.failure.detail,
-                        }
-                    )
-                failures.add(name, unit.get(the_plan.formats[index], "line"), failed)
+                    example = {"file": name, unit: failed.number, "reason": failed.failure.detail}
+                    stats.examples.append(example)
+                failures.add(name, unit, failed)
             scored = result.rows - len(result.failed)
             stats.rows += result.rows
             stats.scored += scored
@@ -950,6 +971,9 @@ def _write_all(
                 output.digests.update(result.digest)
                 written = time.perf_counter()
                 output.write(result.output, name)
+                if result.last and not job.merge:
+                    _finish(the_plan, index, output, file_stack)
+                    output = None
                 stats.seconds["write"] += time.perf_counter() - written
             if on_described is not None:
                 for item in result.described:
@@ -957,14 +981,17 @@ def _write_all(
             if progress is not None:
                 progress(result.rows)
         if output is not None:
-            _finish(the_plan, current, output, file_stack)
+            _finish(the_plan, None, output, file_stack)
 
 
-def _finish(the_plan: _Plan, index: int, output: _Output, stack: contextlib.ExitStack) -> None:
-    """Close ``output``, rename it into place, and list it in the manifest."""
+def _finish(
+    the_plan: _Plan, index: int | None, output: _Output, stack: contextlib.ExitStack
+) -> None:
+    """Close ``output``, rename it into place, and list it in the manifest as made from input
+    ``index`` (none for a merged output)."""
     output.close()
     stack.close()
-    if the_plan.manifest is not None:
+    if the_plan.manifest is not None and index is not None:
         source = the_plan.inputs[index]
         parquet = the_plan.formats[index] == ".parquet"
         digest = files.file_digest(source) if parquet else output.digests.hexdigest()

@@ -36,17 +36,17 @@ class PathError(Exception):
     """A path that cannot be used as asked; the message names the user's path and the reason."""
 
 
-def file_format(path: Path) -> str:
+def file_format(path: Path, role: str = "input") -> str:
     """``".jsonl"``, ``".jsonl.gz"`` or ``".parquet"``, from the name.
 
     Raises:
-        PathError: another extension.
+        PathError: another extension (the message names the ``role``, input or output).
     """
     for suffix in FORMATS:
         if path.name.endswith(suffix):
             return suffix
     raise PathError(
-        f"{path}: unsupported format {''.join(path.suffixes) or '(no extension)'!r}; "
+        f"{role} {path}: unsupported format {''.join(path.suffixes) or '(no extension)'!r}; "
         f"use {', '.join(FORMATS)}"
     )
 
@@ -104,12 +104,18 @@ def resolve_inputs(specs: Sequence[str | Path]) -> tuple[list[Path], bool]:
 
 
 def plan_outputs(
-    inputs: Sequence[Path], run: bool, output: Path | None, merge: bool
+    inputs: Sequence[Path],
+    run: bool,
+    output: Path | None,
+    merge: bool,
+    others: Sequence[Path] = (),
 ) -> list[Path | None]:
     """The output file of each input (the same file for all with ``merge``), or ``None``.
 
     One input file goes to the file ``output``; a run goes to the directory ``output``, one
     file per input under the input's name, or with ``merge`` to the one file ``output``.
+    ``others`` are further files the caller writes (a summary): none may be an input or an
+    output.
 
     Raises:
         PathError: an output that is an input, two inputs with the same name, a file where a
@@ -132,16 +138,23 @@ def plan_outputs(
             )
         targets: list[Path | None] = [output / name for name in names]
     else:
-        file_format(output)
         if output.is_dir():
             raise PathError(f"output {output}: is a directory, not a file")
+        file_format(output, "output")
         targets = [output] * len(inputs)
+    for target in targets:
+        if target is not None and target.is_dir():
+            raise PathError(f"output {target}: is a directory, not a file")
+    written = {t.resolve(): f"output {t}" for t in targets if t is not None}
+    for other in others:
+        if other.resolve() in written:
+            raise PathError(f"{other}: is also the {written[other.resolve()]}")
+        written[other.resolve()] = str(other)
     for source in inputs:
-        for target in {t for t in targets if t is not None}:
-            if target.exists() and target.resolve() == source.resolve():
-                raise PathError(
-                    f"output {target}: is the input {source}; write the output elsewhere"
-                )
+        if source.resolve() in written:
+            raise PathError(
+                f"{written[source.resolve()]}: is the input {source}; write it elsewhere"
+            )
     return targets
 
 
@@ -181,7 +194,13 @@ def check_summary_path(path: Path) -> None:
 # ------------------------------------------------------------------------- atomic writing
 
 
-_live_temporaries: set[Path] = set()
+_writing: set[tuple[Path, str]] = set()
+"""``(directory, name prefix)`` of the temporary files being written, registered before each
+is created, so that a signal arriving at any moment leaves none behind."""
+
+
+def _temporary_prefix(target: Path) -> str:
+    return f".{target.name}.{os.getpid()}."
 
 
 def remove_stale_temporaries(target: Path) -> None:
@@ -208,18 +227,20 @@ def atomic_output(target: Path) -> Iterator[Path]:
 
     The file gets ``target``'s mode if ``target`` exists, else the mode the umask gives a new
     file. On any exception (``KeyboardInterrupt`` included) the temporary file is removed and
-    ``target`` is left as it was.
+    ``target`` is left as it was; :func:`remove_temporaries` removes it from a signal handler.
 
     Raises:
         PathError: the file cannot be written or renamed (disk full, file too large, ...).
     """
-    descriptor, name = tempfile.mkstemp(
-        prefix=f".{target.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX, dir=target.parent
-    )
-    os.close(descriptor)
-    temporary = Path(name)
-    _live_temporaries.add(temporary)
+    pattern = (target.parent, _temporary_prefix(target))
+    _writing.add(pattern)
+    temporary = None
     try:
+        descriptor, name = tempfile.mkstemp(
+            prefix=pattern[1], suffix=_TEMP_SUFFIX, dir=target.parent
+        )
+        os.close(descriptor)
+        temporary = Path(name)
         yield temporary
         try:
             mode = stat.S_IMODE(target.stat().st_mode)
@@ -232,14 +253,22 @@ def atomic_output(target: Path) -> Iterator[Path]:
     except OSError as error:
         raise PathError(f"output {target}: cannot write: {error.strerror or error}") from None
     finally:
-        temporary.unlink(missing_ok=True)
-        _live_temporaries.discard(temporary)
+        if temporary is None:  # interrupted between creating the file and learning its name
+            _remove_matching(*pattern)
+        else:
+            temporary.unlink(missing_ok=True)
+        _writing.discard(pattern)
 
 
-def remove_live_temporaries() -> None:
-    """Remove every temporary file still being written (for a signal handler)."""
-    for temporary in list(_live_temporaries):
-        temporary.unlink(missing_ok=True)
+def remove_temporaries() -> None:
+    """Remove every temporary file this process is writing (for a signal handler)."""
+    for directory, prefix in list(_writing):
+        _remove_matching(directory, prefix)
+
+
+def _remove_matching(directory: Path, prefix: str) -> None:
+    for leftover in directory.glob(f"{glob.escape(prefix)}*{_TEMP_SUFFIX}"):
+        leftover.unlink(missing_ok=True)
 
 
 def open_jsonl_input(path: Path) -> io.BufferedIOBase:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ast
 import json
+import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
 import orjson
 
 RESPONSE_COLUMNS: tuple[str, ...] = ("output", "response", "responses", "solution_str")
@@ -184,8 +186,21 @@ def _numpy_strings(text: str) -> list[str] | None:
 
 
 def reward_columns(result: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"reward_<key>": value}`` of a scorer's result."""
-    return {RESULT_PREFIX + key: value for key, value in result.items()}
+    """``{"reward_<key>": value}`` of a scorer's result, numbers as Python's own (a scorer may
+    return numpy numbers, which JSON writers refuse)."""
+    return {
+        RESULT_PREFIX + key: value if type(value) in _PLAIN else _plain(value)
+        for key, value in result.items()
+    }
+
+
+_PLAIN = frozenset({float, int, bool})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
 def spliced_line(line: bytes, record: Mapping[str, Any], rewards: Mapping[str, Any]) -> bytes:
