@@ -229,41 +229,30 @@ def _score_record(
     """``(data_source, response, stringified, outcome)`` of one parsed row."""
     columns = job.columns
     response = rows.column_value(record, columns.response)
-    failure = None
-    stringified = False
-    source = job.data_source
-    if response is None:
-        failure = rows.RowFailure(
-            "missing response", f"missing response (column {columns.response!r})"
+    if not isinstance(response, str):
+        detail = (
+            f"missing response (column {columns.response!r})"
+            if response is None
+            else f"response (column {columns.response!r}) must be a string, got "
+            f"{type(response).__name__}"
         )
-    elif not isinstance(response, str):
-        failure = rows.RowFailure(
-            "missing response",
-            f"response (column {columns.response!r}) must be a string, got "
-            f"{type(response).__name__}",
+        return "", response, False, rows.RowFailure("missing response", detail)
+    truth = rows.column_value(record, columns.ground_truth)
+    if truth is None:
+        detail = f"invalid ground truth: column {columns.ground_truth!r} is missing"
+        return "", response, False, rows.RowFailure("invalid ground truth", detail)
+    try:
+        truth, stringified = rows.unstringify(truth)
+    except ValueError as error:
+        detail = f"invalid ground truth: {error}"
+        return "", response, False, rows.RowFailure("invalid ground truth", detail)
+    source = job.data_source or rows.column_value(record, columns.data_source or "")
+    if not isinstance(source, str) or not source:
+        detail = (
+            f"data_source must be a non-empty string (column {columns.data_source!r}), got "
+            f"{type(source).__name__}: {source!r:.40}"
         )
-    elif (truth := rows.column_value(record, columns.ground_truth)) is None:
-        failure = rows.RowFailure(
-            "invalid ground truth",
-            f"invalid ground truth: column {columns.ground_truth!r} is missing",
-        )
-    else:
-        try:
-            truth, stringified = rows.unstringify(truth)
-        except ValueError as error:
-            failure = rows.RowFailure("invalid ground truth", f"invalid ground truth: {error}")
-        if source is None:
-            value = rows.column_value(record, columns.data_source or rows.DATA_SOURCE_COLUMN)
-            if isinstance(value, str) and value:
-                source = value
-            else:
-                failure = failure or rows.RowFailure(
-                    "missing data source",
-                    f"data_source must be a non-empty string (column {columns.data_source!r}), "
-                    f"got {type(value).__name__}: {value!r:.40}",
-                )
-    if failure is not None or source is None:
-        return "", response, stringified, failure or rows.RowFailure("missing data source", "")
+        return "", response, stringified, rows.RowFailure("missing data source", detail)
     outcome = score_one(job.scorer, job.options, source, response, truth)
     return source, response, stringified, outcome
 
@@ -330,18 +319,13 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
         output = b"\n".join([*lines, b""]) if lines else b""
         if output_format == ".jsonl.gz":
             output = gzip.compress(output, compresslevel=6, mtime=0)
-    names = chunk.payload.schema.names if fmt == ".parquet" else None
-    replaced = frozenset(
-        key
-        for _, record, _, rewards in kept[:1]
-        if names is not None
-        for key in rewards
-        if key in names
-    ) | frozenset(
-        key
-        for _, record, _, rewards in (kept if names is None else ())
-        for key in rewards.keys() & record.keys()
-    )
+    if fmt == ".parquet":
+        names = chunk.payload.schema.names
+        replaced = frozenset(key for key in (kept[0][3] if kept else ()) if key in names)
+    else:
+        replaced = frozenset().union(
+            *(rewards.keys() & record.keys() for *_, record, _, rewards in kept)
+        )
     counts = summary.count(scored)
     digest = b"" if fmt == ".parquet" else hashlib.sha256(chunk.payload).digest()
     return ChunkResult(
@@ -503,22 +487,21 @@ def _ray_executor(
     from reward_plugins.rescore.ray_backend import RayUnavailable, ray_session
 
     package = str(Path(reward_plugins.__file__).parent)
-    try:
-        session = ray_session(
-            job.ray_address, cpus=job.workers, quiet=job.quiet, py_modules=[package]
-        )
-        session.__enter__()
-    except RayUnavailable as error:
-        raise RescoreError(str(error)) from None
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(
+                ray_session(
+                    job.ray_address, cpus=job.workers, quiet=job.quiet, py_modules=[package]
+                )
+            )
+        except RayUnavailable as error:
+            raise RescoreError(str(error)) from None
         remote = ray.remote(process_chunk)
         job_ref = ray.put(worker_job)
         depth = max(1, int(ray.cluster_resources().get("CPU", 1))) * IN_FLIGHT_PER_WORKER
         yield lambda chunks: _in_order(
             lambda chunk: remote.remote(job_ref, chunk), ray.get, chunks, depth
         )
-    finally:
-        session.__exit__(None, None, None)
 
 
 # ------------------------------------------------------------------------------- the job
@@ -758,8 +741,8 @@ def run(
         )
         try:
             _write_all(job, the_plan, run_chunks(chunks), stats, failures, progress, on_described)
-        except DataError as error:
-            raise BadRowError(error.args[0]) from None
+        except DataError as error:  # from Ray, wrapped: the worker's own error is its cause
+            raise BadRowError(str(getattr(error, "cause", None) or error)) from None
         failures.finish()
     seconds = time.perf_counter() - started
     finished = time.perf_counter()
