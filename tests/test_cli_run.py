@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import zlib
 import json
 import os
 import shutil
@@ -490,8 +491,8 @@ def test_the_first_bad_row_of_a_run_keeps_the_files_completed_before(tmp_path: P
 
 
 def _one_chunk_hash(path: Path) -> str:
-    """The manifest's hash of a JSONL input of one chunk: the sha256 of its chunk's sha256."""
-    return hashlib.sha256(hashlib.sha256(path.read_bytes()).digest()).hexdigest()
+    """The manifest's hash of a JSONL input of one chunk: the sha256 of its chunk's CRC-32."""
+    return hashlib.sha256(zlib.crc32(path.read_bytes()).to_bytes(4, "big")).hexdigest()
 
 
 def _identity(path: Path) -> tuple[int, int]:
@@ -688,13 +689,7 @@ def test_summary_json_has_a_series_per_step(tmp_path: Path) -> None:
         "steps",
         "seconds",
     }
-    assert set(summary["seconds"]) == {
-        "total",
-        "workers_parse_and_score",
-        "workers_serialize",
-        "write",
-        "summary",
-    }
+    assert set(summary["seconds"]) == {"total", "workers", "write", "summary"}
     assert all(isinstance(v, float) and v >= 0 for v in summary["seconds"].values())
     assert [(s["step"], s["rows"]) for s in summary["steps"]] == [(1, 6), (2, 5), (10, 7)]
     for entry in summary["steps"]:

@@ -16,14 +16,17 @@ import hashlib
 import itertools
 import multiprocessing
 import os
+import queue
 import signal
+import threading
 import time
+import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal, NamedTuple
+from typing import IO, Any, Literal, NamedTuple, TypeVar
 
 import orjson
 
@@ -112,6 +115,7 @@ class Chunk(NamedTuple):
     first_number: int  # 1-based line (JSONL) or row (parquet) of the chunk's first row
     payload: Any
     last: bool  # the file's last chunk
+    digest: bytes  # CRC-32 of a JSONL chunk's bytes, for the manifest (empty for parquet)
 
 
 class FailedRow(NamedTuple):
@@ -129,8 +133,8 @@ class ChunkResult(NamedTuple):
     counts: summary.Counts
     stringified: int
     replaced: frozenset[str]  # input columns that a result column replaced
-    digest: bytes  # sha256 of a JSONL chunk's bytes (empty for parquet)
-    seconds: tuple[float, float]  # parsing and scoring; serializing and counting
+    digest: bytes  # the chunk's CRC-32 (empty for parquet)
+    seconds: float  # the worker's time on the chunk
     described: list[Any]
 
 
@@ -170,15 +174,15 @@ def read_chunks(path: Path, file_index: int, fmt: str) -> Iterator[Chunk]:
     number, previous = 1, None
     for payload in _payloads(path, fmt):
         if previous is not None:
-            yield Chunk(file_index, number, previous, False)
-            number += _rows_in(previous, fmt)
+            yield _chunk(file_index, number, previous, fmt, last=False)
+            number += previous.num_rows if fmt == ".parquet" else previous.count(b"\n")
         previous = payload
-    yield Chunk(file_index, number, b"" if previous is None else previous, True)
+    yield _chunk(file_index, number, b"" if previous is None else previous, fmt, last=True)
 
 
-def _rows_in(payload: Any, fmt: str) -> int:
-    """Rows (parquet) or lines (JSONL) in a payload: what the next chunk's number skips."""
-    return payload.num_rows if fmt == ".parquet" else payload.count(b"\n")
+def _chunk(file_index: int, number: int, payload: Any, fmt: str, last: bool) -> Chunk:
+    digest = b"" if fmt == ".parquet" else zlib.crc32(payload).to_bytes(4, "big")
+    return Chunk(file_index, number, payload, last, digest)
 
 
 def _payloads(path: Path, fmt: str) -> Iterator[Any]:
@@ -242,7 +246,7 @@ def _score_record(
         detail = f"invalid ground truth: column {columns.ground_truth!r} is missing"
         return "", response, False, rows.RowFailure("invalid ground truth", detail)
     try:
-        truth, stringified = rows.unstringify(truth)
+        truth, stringified = rows.ground_truth(truth)
     except ValueError as error:
         detail = f"invalid ground truth: {error}"
         return "", response, False, rows.RowFailure("invalid ground truth", detail)
@@ -257,23 +261,20 @@ def _score_record(
     return source, response, stringified, outcome
 
 
-def _step(record: Mapping[str, Any]) -> int | None:
-    step = record.get(rows.STEP_COLUMN)
-    return step if type(step) is int else None
-
-
 def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
-    """Parse, score and serialize one chunk."""
+    """Parse, score and serialize one chunk, and count its summary."""
+    started = time.perf_counter()
     fmt = job.formats[chunk.file_index]
     output_format = job.output_formats[chunk.file_index]
+    splice = output_format in (".jsonl", ".jsonl.gz") and fmt != ".parquet"
     name = job.names[chunk.file_index]
     failed: list[FailedRow] = []
-    kept: list[
-        tuple[int, dict[str, Any], Any, dict[str, Any]]
-    ] = []  # (position, record, raw, rewards)
-    scored: list[tuple[str, int | None, Mapping[str, Any]]] = []
+    lines: list[bytes] = []  # JSONL output
+    kept: list[tuple[int, dict[str, Any], dict[str, Any]]] = []  # (position, record, rewards)
+    counts: summary.Counts = Counter()
     described: list[Any] = []
-    stringified = 0
+    replaced: set[str] = set()
+    stringified = total = 0
     if fmt == ".parquet":
         batch = chunk.payload
         needed = None if output_format in (".jsonl", ".jsonl.gz") else _read_columns(job, batch)
@@ -288,8 +289,6 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
                 rows.jsonl_lines(chunk.payload, chunk.first_number)
             )
         )
-    total = 0
-    started = time.perf_counter()
     for number, position, raw, parsed in numbered:
         total += 1
         if isinstance(parsed, rows.RowFailure):
@@ -300,34 +299,33 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
         if isinstance(outcome, rows.RowFailure):
             failed.append(FailedRow(number, outcome, _raw_text(raw)))
             continue
-        step = _step(parsed)
-        scored.append((source, step, outcome))
-        kept.append((position, parsed, raw, rows.reward_columns(outcome)))
+        step = parsed.get(rows.STEP_COLUMN)
+        if type(step) is not int:
+            step = None
+        counts[source, step, tuple(map(outcome.get, summary.KEYS))] += 1
+        rewards = rows.reward_columns(outcome)
+        if not parsed.keys().isdisjoint(rewards):
+            replaced.update(rewards.keys() & parsed.keys())
+        if splice:
+            lines.append(rows.spliced_line(raw, parsed, rewards))
+        else:
+            kept.append((position, parsed, rewards))
         if job.describe is not None:
             described.append(
                 job.describe(ScoredRow(name, number, parsed, step, source, response, outcome))
             )
-    scored_at = time.perf_counter()
     output = None
     if output_format == ".parquet":
         output = _parquet_output(job, chunk, fmt, kept, name)
-    elif output_format is not None:
         if fmt == ".parquet":
-            lines = [rows.dumps_record({**record, **rewards}) for _, record, _, rewards in kept]
-        else:
-            lines = [rows.spliced_line(raw, record, rewards) for _, record, raw, rewards in kept]
+            names = chunk.payload.schema.names
+            replaced.update(key for key in (kept[0][2] if kept else ()) if key in names)
+    elif output_format is not None:
+        if not splice:
+            lines = [rows.dumps_record({**record, **rewards}) for _, record, rewards in kept]
         output = b"\n".join([*lines, b""]) if lines else b""
         if output_format == ".jsonl.gz":
             output = gzip.compress(output, compresslevel=6, mtime=0)
-    if fmt == ".parquet":
-        names = chunk.payload.schema.names
-        replaced = frozenset(key for key in (kept[0][3] if kept else ()) if key in names)
-    else:
-        replaced = frozenset().union(
-            *(rewards.keys() & record.keys() for *_, record, _, rewards in kept)
-        )
-    counts = summary.count(scored)
-    digest = b"" if fmt == ".parquet" else hashlib.sha256(chunk.payload).digest()
     return ChunkResult(
         chunk.file_index,
         chunk.last,
@@ -336,9 +334,9 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
         failed,
         counts,
         stringified,
-        replaced,
-        digest,
-        (scored_at - started, time.perf_counter() - scored_at),
+        frozenset(replaced),
+        chunk.digest,
+        time.perf_counter() - started,
         described,
     )
 
@@ -363,7 +361,7 @@ def _parquet_output(
     job: WorkerJob,
     chunk: Chunk,
     fmt: str,
-    kept: Sequence[tuple[int, Any, Any, dict[str, Any]]],
+    kept: Sequence[tuple[int, Any, dict[str, Any]]],
     name: str,
 ) -> Any:
     pyarrow = _parquet_module()
@@ -376,7 +374,7 @@ def _parquet_output(
     else:
         try:
             batch = pyarrow.RecordBatch.from_pylist(
-                [record for _, record, _, _ in kept], schema=job.parquet_schema
+                [record for _, record, _ in kept], schema=job.parquet_schema
             )
         except (pyarrow.ArrowException, TypeError, ValueError, OverflowError) as error:
             raise DataError(
@@ -384,7 +382,7 @@ def _parquet_output(
                 f"{error}"
             ) from None
     rewards: dict[str, list[Any]] = {}
-    for _, _, _, result in kept:
+    for _, _, result in kept:
         for key, value in result.items():
             rewards.setdefault(key, []).append(value)
     for key, values in rewards.items():
@@ -411,6 +409,82 @@ def conform(batch: Any, schema: Any) -> Any:
 
 
 # ------------------------------------------------------------------------- executors
+
+T = TypeVar("T")
+_BACKGROUND_DEPTH = 4
+
+
+def in_background(items: Iterator[T]) -> Iterator[T]:
+    """``items``, produced in a thread a few ahead: reading, decompressing and hashing release
+    the GIL, so they overlap the scoring. An error of the producer is raised here."""
+    pending: queue.Queue[tuple[str, Any]] = queue.Queue(_BACKGROUND_DEPTH)
+    stop = threading.Event()
+
+    def put(entry: tuple[str, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                pending.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(("item", item)):
+                    return
+            put(("end", None))
+        except BaseException as error:
+            put(("error", error))
+
+    thread = threading.Thread(target=produce, name="reward-plugins-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = pending.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        thread.join()
+
+
+class BackgroundWriter:
+    """A binary stream written by a thread, so that writing overlaps the scoring; an error of
+    the write (a full disk) is raised by the next :meth:`write` or by :meth:`close`."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._pending: queue.Queue[bytes | None] = queue.Queue(_BACKGROUND_DEPTH)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="reward-plugins-writer")
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while (data := self._pending.get()) is not None:
+            if self._error is None:
+                try:
+                    self._stream.write(data)
+                except BaseException as error:
+                    self._error = error
+
+    def write(self, data: bytes) -> None:
+        if self._error is not None:
+            raise self._error
+        self._pending.put(data)
+
+    def close(self) -> None:
+        """Write what is queued, stop the thread, close the stream; raise a write's error."""
+        if self._thread.is_alive():
+            self._pending.put(None)
+            self._thread.join()
+        self._stream.close()
+        if self._error is not None:
+            raise self._error
 
 
 _worker_job: WorkerJob | None = None
@@ -566,13 +640,14 @@ def plan(job: ScoreJob) -> _Plan:
 
 
 def input_hash(path: Path, fmt: str) -> str:
-    """The hash of an input in a manifest: for JSONL, the sha256 of its chunks' sha256 digests
-    (what the workers compute as they read), for parquet the sha256 of the file."""
+    """The hash of an input in a manifest: for JSONL, the sha256 of its chunks' CRC-32s (computed
+    as the chunks are read, at 3 GB/s: any change to a chunk shows but for a chance of 2**-32),
+    for parquet the sha256 of the file."""
     if fmt == ".parquet":
         return files.file_digest(path)
     digests = hashlib.sha256()
     for chunk in read_chunks(path, 0, fmt):
-        digests.update(hashlib.sha256(chunk.payload).digest())
+        digests.update(chunk.digest)
     return digests.hexdigest()
 
 
@@ -691,7 +766,7 @@ class _Stats:
         self.reasons: Counter[str] = Counter()
         self.examples: list[dict[str, Any]] = []
         self.counts: summary.Counts = Counter()
-        self.seconds = {"workers_parse_and_score": 0.0, "workers_serialize": 0.0, "write": 0.0}
+        self.seconds = {"workers": 0.0, "write": 0.0}
 
 
 def run(
@@ -734,7 +809,7 @@ def run(
     with contextlib.ExitStack() as stack:
         failures = _Failures(the_plan.failures_path, stack)
         run_chunks = stack.enter_context(executor(job, worker_job))
-        chunks = (
+        chunks = in_background(
             chunk
             for index in todo
             for chunk in read_chunks(the_plan.inputs[index], index, the_plan.formats[index])
@@ -866,9 +941,10 @@ class _Output:
         self.target = target
         self.parquet = target.name.endswith(".parquet")
         self.temporary = stack.enter_context(files.atomic_output(target))
-        self.stream: IO[bytes] | None = (
-            None if self.parquet else stack.enter_context(self.temporary.open("wb"))
-        )
+        self.stream: BackgroundWriter | None = None
+        if not self.parquet:
+            self.stream = BackgroundWriter(self.temporary.open("wb"))
+            stack.callback(self.stream.close)
         self.writer: Any = None
         self.empty_schema = empty_schema
         self.rows = self.scored = 0
@@ -946,8 +1022,7 @@ def _write_all(
             stats.stringified += result.stringified
             stats.replaced |= result.replaced
             summary.merge(stats.counts, result.counts)
-            stats.seconds["workers_parse_and_score"] += result.seconds[0]
-            stats.seconds["workers_serialize"] += result.seconds[1]
+            stats.seconds["workers"] += result.seconds
             if output is not None:
                 output.rows += result.rows
                 output.scored += scored

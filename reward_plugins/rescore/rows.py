@@ -8,8 +8,10 @@ original line: the input's own bytes (number formats, escapes, key order) are ke
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import numbers
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -63,7 +65,7 @@ def parse_line(line: bytes) -> dict[str, Any] | RowFailure:
 def jsonl_lines(payload: bytes, first_number: int) -> Iterator[tuple[int, bytes]]:
     """``(1-based line number, line)`` of each non-blank line of ``payload``."""
     for number, line in enumerate(payload.split(b"\n"), start=first_number):
-        if line.strip():
+        if line and not line.isspace():  # isspace stops at the first other byte; strip copies
             yield number, line
 
 
@@ -125,7 +127,32 @@ def find_column(
     )
 
 
-# ------------------------------------------------------------------ stringified ground truths
+# ------------------------------------------------------------------------ ground truths
+
+_SHARED_LIMIT = 4096
+_shared: dict[bytes, tuple[Any, bool]] = {}
+
+
+def ground_truth(value: Any) -> tuple[Any, bool]:
+    """:func:`unstringify` of ``value``, one object per distinct ground truth.
+
+    Every parsed row brings its own copy of its ground truth, though the rows of a GRPO group
+    share it: handing the scorer one object per distinct value lets the gold cache of
+    :mod:`reward_plugins.groundtruth` (which remembers objects) serve the whole group.
+
+    Raises:
+        ValueError: as :func:`unstringify`.
+    """
+    try:
+        key = orjson.dumps(value)
+    except TypeError:
+        return unstringify(value)
+    shared = _shared.get(key)
+    if shared is None:
+        if len(_shared) >= _SHARED_LIMIT:
+            _shared.clear()
+        shared = _shared[key] = unstringify(value)
+    return shared
 
 
 def unstringify(value: Any) -> tuple[Any, bool]:
@@ -143,24 +170,33 @@ def unstringify(value: Any) -> tuple[Any, bool]:
     """
     if isinstance(value, str):
         golds = _numpy_strings(value)
-        return (value, False) if golds is None else (golds, True)
+        return (value, False) if golds is None else (list(golds), True)
     if isinstance(value, Mapping) and isinstance(value.get("target"), str):
         golds = _numpy_strings(value["target"])
         if golds is not None:
-            return {**value, "target": golds}, True
+            return {**value, "target": list(golds)}, True
     return value, False
 
 
-def _numpy_strings(text: str) -> list[str] | None:
+_PLAIN_ITEM = r"(?:'[^'\\\n]*'|\"[^\"\\\n]*\")"
+_PLAIN_ARRAY = re.compile(rf"\[\s*{_PLAIN_ITEM}(?:\s+{_PLAIN_ITEM})*\s*\]")
+"""A numpy string array's ``str`` whose items have no escape: their text is the gold itself."""
+_PLAIN_ITEMS = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+@functools.lru_cache(maxsize=4096)  # the rows of a GRPO group share their ground truth
+def _numpy_strings(text: str) -> tuple[str, ...] | None:
     """The strings of a numpy 1-D string array's ``str``, or ``None`` if ``text`` is not one."""
     if len(text) < 4 or text[0] != "[" or text[-1] != "]":
         return None
+    if _PLAIN_ARRAY.fullmatch(text):
+        return tuple(single or double for single, double in _PLAIN_ITEMS.findall(text))
     inner, position, golds = text[1:-1], 0, list[str]()
     while True:
         while position < len(inner) and inner[position].isspace():
             position += 1
         if position == len(inner):
-            return golds or None
+            return tuple(golds) or None
         if inner.startswith("...", position):
             raise ValueError(
                 f"{text[:60]!r} is a numpy array that numpy shortened with '...' when the dump "
@@ -210,7 +246,7 @@ def spliced_line(line: bytes, record: Mapping[str, Any], rewards: Mapping[str, A
     standard library, which round-trips what orjson would not (integers beyond 64 bits,
     ``NaN``); a lone surrogate is then written as its escape.
     """
-    if rewards.keys() & record.keys():
+    if not record.keys().isdisjoint(rewards):
         merged = {**json.loads(line), **rewards}
         try:
             text = json.dumps(merged, ensure_ascii=False)

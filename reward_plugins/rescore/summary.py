@@ -35,12 +35,13 @@ Counts = Counter[tuple[str, int | None, tuple[Any, ...]]]
 of each summary metric (``None`` where the result has no such key): for QA metrics a chunk has
 few distinct such tuples, so counting them is cheap to do, send and merge."""
 
-_KEYS = tuple(key for key, _ in SUMMARY_METRICS)
+KEYS = tuple(key for key, _ in SUMMARY_METRICS)
+"""The summary metrics' result keys, in the order of a :data:`Counts` values tuple."""
 
 
 def count(rows: Iterable[tuple[str, int | None, Mapping[str, Any]]]) -> Counts:
     """The counts of ``(data_source, step, result)`` rows (run in the worker)."""
-    return Counter((source, step, tuple(map(result.get, _KEYS))) for source, step, result in rows)
+    return Counter((source, step, tuple(map(result.get, KEYS))) for source, step, result in rows)
 
 
 def merge(total: Counts, part: Counts) -> None:
@@ -63,7 +64,7 @@ def _groups(counts: Counts) -> tuple[dict[str, Group], dict[int, Group], Group]:
             targets.append(steps.setdefault(step, {"rows": 0, "values": {}}))
         for group in targets:
             group["rows"] += n
-            for key, value in zip(_KEYS, values, strict=True):
+            for key, value in zip(KEYS, values, strict=True):
                 if value is not None:
                     seen = group["values"].setdefault(key, {})
                     seen[value] = seen.get(value, 0) + n
