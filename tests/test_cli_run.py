@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import zlib
 import json
 import os
 import shutil
 import subprocess
+import zlib
 from pathlib import Path
 from typing import Any
 
