@@ -227,8 +227,7 @@ def make_rollouts(
     groups: int, seed: int, group_size: int = 8, corpus: str = "classic"
 ) -> list[tuple[str, str, Any]]:
     """``groups * group_size`` rows of ``(data_source, solution_str, ground_truth)`` of the
-    ``classic`` (default: ``bench_cli.py`` writes them to parquet, which needs one target type)
-    or the ``wide`` corpus."""
+    ``classic`` (default) or the ``wide`` corpus."""
     if corpus == "classic":
         return make_classic_rollouts(groups, seed, group_size)
     if corpus == "wide":
