@@ -22,7 +22,7 @@ import threading
 import time
 import zlib
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -414,9 +414,10 @@ T = TypeVar("T")
 _BACKGROUND_DEPTH = 4
 
 
-def in_background(items: Iterator[T]) -> Iterator[T]:
+def in_background(items: Generator[T, None, None]) -> Generator[T, None, None]:
     """``items``, produced in a thread a few ahead: reading, decompressing and hashing release
-    the GIL, so they overlap the scoring. An error of the producer is raised here."""
+    the GIL, so they overlap the scoring. An error of the producer is raised here; closing
+    this generator stops the thread (and closes ``items``)."""
     pending: queue.Queue[tuple[str, Any]] = queue.Queue(_BACKGROUND_DEPTH)
     stop = threading.Event()
 
@@ -437,6 +438,8 @@ def in_background(items: Iterator[T]) -> Iterator[T]:
             put(("end", None))
         except BaseException as error:
             put(("error", error))
+        finally:
+            items.close()
 
     thread = threading.Thread(target=produce, name="reward-plugins-reader", daemon=True)
     thread.start()
@@ -809,10 +812,15 @@ def run(
     with contextlib.ExitStack() as stack:
         failures = _Failures(the_plan.failures_path, stack)
         run_chunks = stack.enter_context(executor(job, worker_job))
-        chunks = in_background(
-            chunk
-            for index in todo
-            for chunk in read_chunks(the_plan.inputs[index], index, the_plan.formats[index])
+        # Closed on any exit, so that the reading thread stops with the job.
+        chunks = stack.enter_context(
+            contextlib.closing(
+                in_background(
+                    chunk
+                    for index in todo
+                    for chunk in read_chunks(the_plan.inputs[index], index, the_plan.formats[index])
+                )
+            )
         )
         try:
             _write_all(job, the_plan, run_chunks(chunks), stats, failures, progress, on_described)
