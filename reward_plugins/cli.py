@@ -14,6 +14,7 @@ import math
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from importlib import resources
@@ -185,9 +186,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
     parser = _parser()
     args = parser.parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    if hasattr(signal, "SIGXFSZ"):  # over `ulimit -f`: an OSError to report, not a core dump
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # SIGTERM cleans up as Ctrl-C does; over `ulimit -f` a write fails with an OSError to report
+    # instead of a core dump. Signal handlers can only be set in the main thread.
+    handlers: dict[int, Any] = {signal.SIGTERM: _terminate}
+    if hasattr(signal, "SIGXFSZ"):
+        handlers[signal.SIGXFSZ] = signal.SIG_IGN
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {number: signal.signal(number, handler) for number, handler in handlers.items()}
     try:
         code: int = args.handler(args, args.command_parser)
     except KeyboardInterrupt:
@@ -200,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     return code
 
 
