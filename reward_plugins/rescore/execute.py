@@ -945,7 +945,7 @@ def _union_schema(the_plan: _Plan) -> Any:
 class _Output:
     """One output file being written: JSONL bytes or parquet batches, to a temporary file."""
 
-    def __init__(self, target: Path, stack: contextlib.ExitStack, empty_schema: Any) -> None:
+    def __init__(self, target: Path, stack: contextlib.ExitStack) -> None:
         self.target = target
         self.parquet = target.name.endswith(".parquet")
         self.temporary = stack.enter_context(files.atomic_output(target))
@@ -954,7 +954,7 @@ class _Output:
             self.stream = BackgroundWriter(self.temporary.open("wb"))
             stack.callback(self.stream.close)
         self.writer: Any = None
-        self.empty_schema = empty_schema
+        self.empty_schema: Any = None  # the columns of an output without rows
         self.rows = self.scored = 0
         self.digests = hashlib.sha256()  # of the input's chunks, for the manifest
 
@@ -1012,7 +1012,7 @@ def _write_all(
             unit = "row" if the_plan.formats[index] == ".parquet" else "line"
             target = the_plan.targets[index]
             if output is None and target is not None:
-                output = _Output(target, file_stack, None)
+                output = _Output(target, file_stack)
             for failed in result.failed:
                 if job.on_error == "fail":
                     raise BadRowError(
