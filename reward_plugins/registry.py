@@ -52,7 +52,11 @@ from reward_plugins.options import OptionSpec, check_options, freeze, option_spe
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "reward_plugins"
-BUILTIN_PLUGINS: tuple[str, ...] = ("reward_plugins.plugins.search_r1",)
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "reward_plugins.plugins.search_r1",
+    "reward_plugins.plugins.composed",
+    "reward_plugins.plugins.shaping",
+)
 WILDCARD = "*"
 """``data_sources="*"``: the scorer serves every data source, after exact registrations."""
 

@@ -24,6 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SLOW_MODULES = frozenset(
     {
         "test_cli_ray.py",  # a local Ray cluster, the CLI's Ray backend
+        "test_composed_trainers.py",  # verl's reward-loop managers and TRL's GRPOTrainer
         "test_ray_connect.py",  # local Ray instances, unreachable Ray addresses
         "test_report_browser.py",  # a headless Chromium
         "test_openrlhf.py",  # imports OpenRLHF (about 7 s), its reward executor

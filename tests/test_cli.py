@@ -523,6 +523,11 @@ for reg in registrations():
     truth = {"golds": "tuple of gold strings", "raw": "raw"}[reg.ground_truth]
     print("  ground truth: " + truth + (" (async)" if reg.is_async else ""))
     print(f"  from: {reg.origin} ({reg.function.__module__}.{reg.function.__qualname__})")
+from reward_plugins.metrics import METRICS, metric_options
+print("metrics:")
+for name in sorted(METRICS):
+    options = ", ".join(metric_options(name)) or "none"
+    print(f"  {name:{max(map(len, METRICS))}}  (options: {options})")
 for broken in reward_plugins.broken_plugins():
     print("broken plugin: " + broken.describe())
 """
@@ -556,7 +561,9 @@ def _listing_blocks(stdout: str) -> dict[str, list[str]]:
     blocks: dict[str, list[str]] = {}
     current: list[str] = []
     for line in stdout.splitlines():
-        if line.startswith("  "):
+        if line == "metrics:":  # the metrics block follows the scorers
+            current = []
+        elif line.startswith("  "):
             current.append(line.strip())
         elif not line.startswith("broken plugin: "):
             assert line not in blocks, line

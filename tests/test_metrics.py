@@ -6,6 +6,7 @@ import doctest
 import importlib
 import math
 import pickle
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -30,7 +31,22 @@ from reward_plugins.metrics import (
     subem,
 )
 
-ALL_METRICS = ("accuracy", "bleu_4", "exact_match", "f1", "rouge_l", "subem")
+ALL_METRICS = (
+    "accuracy",
+    "bleu",
+    "bleu_4",
+    "chrf",
+    "exact_match",
+    "f1",
+    "rouge_1",
+    "rouge_2",
+    "rouge_l",
+    "rouge_lsum",
+    "rouge_n",
+    "subem",
+)
+REQUIRED_OPTIONS = {"rouge_n": {"n": 3}}
+"""Options a metric cannot be built without."""
 
 
 # --- hand-worked vectors ---------------------------------------------------------------------
@@ -116,7 +132,8 @@ def test_no_shared_token_scores_zero(metric: str) -> None:
 
 @pytest.mark.parametrize("metric", ALL_METRICS)
 def test_exact_match_scores_one(metric: str) -> None:
-    assert score(metric, "the cat sat on the mat", "the cat sat on the mat") == 1.0
+    options = REQUIRED_OPTIONS.get(metric, {})
+    assert score(metric, "the cat sat on the mat", "the cat sat on the mat", **options) == 1.0
 
 
 def test_exact_match_edge_cases() -> None:
@@ -154,8 +171,8 @@ def test_metric_table() -> None:
 
 
 def test_unknown_metric_lists_every_name() -> None:
-    with pytest.raises(ValueError, match="unknown metric 'bleu'") as error:
-        score("bleu", "a", "a")
+    with pytest.raises(ValueError, match="unknown metric 'bleu_5'") as error:
+        score("bleu_5", "a", "a")
     for name in ALL_METRICS:
         assert name in str(error.value)
 
@@ -405,9 +422,12 @@ def test_f_measures_are_symmetric(metric: str, first: str, second: str) -> None:
         "reward_plugins.metrics.aggregate",
         "reward_plugins.metrics.base",
         "reward_plugins.metrics.bleu",
+        "reward_plugins.metrics.chrf",
         "reward_plugins.metrics.dispatch",
         "reward_plugins.metrics.qa",
         "reward_plugins.metrics.rouge",
+        "reward_plugins.metrics.significance",
+        "reward_plugins.text.answers",
         "reward_plugins.text.normalize",
         "reward_plugins.text.tokenize",
     ],
@@ -425,3 +445,15 @@ def test_public_names(package: str) -> None:
     assert all(isinstance(name, str) for name in imported.__all__)
     for name in imported.__all__:
         assert hasattr(imported, name), name
+
+
+def test_docs_table_lists_every_metric_and_option() -> None:
+    """docs/metrics.md has a row per metric naming each of its options, so the page cannot
+    fall behind the metric table."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "metrics.md").read_text("utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    for name in METRICS:
+        (row,) = [line for line in rows if f"`{name}`" in line.split("|")[1]]
+        options = row.split("|")[2]
+        for option in metric_options(name):
+            assert f"`{option}`" in options, (name, option)

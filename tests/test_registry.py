@@ -151,9 +151,15 @@ def test_unknown_scorer_on_a_known_source() -> None:
         message = str(caught.value)
         assert message.startswith(
             "no scorer is registered as 'compute_score_bleu'; did you mean 'compute_score'? "
-            "Registered scorers: compute_score, "
+            "Registered scorers: answer_list_penalty, compute_score, "
         )
-        for name in (*QA_SCORERS, "compute_score_format", "compute_score_metric"):
+        for name in (
+            *QA_SCORERS,
+            "compute_score_format",
+            "compute_score_metric",
+            "compute_score_composed",
+            "length_penalty",
+        ):
             assert name in message
 
 

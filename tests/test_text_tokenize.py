@@ -161,13 +161,16 @@ def test_registry_names_and_error() -> None:
     assert set(TOKENIZERS) == {
         "13a",
         "chars",
+        "each_char",
+        "intl",
         "rouge_score",
         "rouge_score_porter",
         "split",
         "words",
+        "zh",
     }
     assert get_tokenizer("13a") is tokenize_13a
-    with pytest.raises(ValueError, match=r"'wrods'.*13a, chars, rouge_score"):
+    with pytest.raises(ValueError, match=r"'wrods'.*13a, chars, each_char, intl, rouge_score"):
         get_tokenizer("wrods")
 
 

@@ -505,7 +505,7 @@ def test_unknown_scorer_or_data_source_fail_when_made() -> None:
         make_reward_func("compute_scor")
     assert str(caught.value).startswith(
         "make_reward_func: scorer 'compute_scor': no scorer is registered as 'compute_scor'; "
-        "did you mean 'compute_score'? Registered scorers: compute_score, "
+        "did you mean 'compute_score'? Registered scorers: answer_list_penalty, compute_score, "
     )
     with pytest.raises(UnknownDataSource) as caught:
         make_reward_func(data_source="searchR1_nqq")

@@ -214,12 +214,15 @@ SWITCHABLE_SCORERS = tuple(
     name
     for name in reward_plugins.registry.scorer_names()
     if all(
-        not spec.required
+        "score" in registration.options
+        and not any(spec.required for spec in registration.options.values())
         for registration in reward_plugins.registry.registrations_named(name)
-        for spec in registration.options.values()
     )
 )
-"""Every shipped scorer without a required option (``compute_score_metric`` needs ``metric``)."""
+"""Every shipped QA scorer: it takes ``score`` (the one option the QA configs list) and has no
+required option (``compute_score_metric`` needs ``metric``)."""
+SWITCHABLE_CONFIGS = tuple(name for name in SHIPPED_CONFIGS if not name.startswith("recipe_"))
+"""The configs that list ``score``; the recipe configs list the composed scorer's ``recipe``."""
 
 
 def test_the_switchable_scorers_are_the_shipped_ones() -> None:
@@ -230,10 +233,11 @@ def test_the_switchable_scorers_are_the_shipped_ones() -> None:
         "compute_score_format",
     }
     assert "compute_score_metric" not in SWITCHABLE_SCORERS
+    assert "compute_score_composed" not in SWITCHABLE_SCORERS
 
 
 @pytest.mark.parametrize("scorer", SWITCHABLE_SCORERS)
-@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
+@pytest.mark.parametrize("name", SWITCHABLE_CONFIGS)
 def test_every_config_scores_with_every_scorer(tokenizer: Any, name: str, scorer: str) -> None:
     """``name`` switched in any shipped config: verl's loader builds the manager, and each
     sample's reward is what the scorer's router gives with the config's options."""

@@ -20,7 +20,14 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = REPO_ROOT / "configs"
 LEGACY_ENTRY_FILE = REPO_ROOT / "reward_plugins" / "adapters" / "verl_legacy_reward.py"
-SHIPPED_CONFIGS = ("search_r1_grpo", "search_r1_ppo", "search_r1_grpo_legacy")
+SHIPPED_CONFIGS = (
+    "search_r1_grpo",
+    "search_r1_ppo",
+    "search_r1_grpo_legacy",
+    "recipe_search_r1_em",
+    "recipe_search_r1_shaped",
+    "recipe_qa_f1_shaped",
+)
 LEGACY_CONFIG = "search_r1_grpo_legacy"
 
 PAD_TOKEN = "<pad>"

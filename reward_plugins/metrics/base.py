@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Mapping
 from typing import ClassVar
 
+import numpy as np
+
 from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.text import get_normalizer, get_tokenizer
 from reward_plugins.text.normalize import Normalizer
@@ -93,6 +95,52 @@ def check_flag(value: object, option: str, metric: str) -> bool:
             f"{metric}: option {option!r} must be a bool, got {type(value).__name__}: {value!r}"
         )
     return value
+
+
+def check_integer(value: object, valid: range, option: str, metric: str) -> int:
+    """Return ``value`` if it is a real ``int`` (not a bool) in ``valid``.
+
+    Example:
+        >>> check_integer(4, range(1, 7), "max_ngram_order", "bleu")
+        4
+
+    Raises:
+        InvalidOption: it is not an int, or it is out of range (the message gives the range).
+    """
+    if type(value) is not int:
+        raise InvalidOption(
+            f"{metric}: option {option!r} must be an int, got {type(value).__name__}: {value!r}"
+        )
+    if value not in valid:
+        raise InvalidOption(
+            f"{metric}: option {option!r} must be in {valid.start}..{valid.stop - 1}, got {value}"
+        )
+    return value
+
+
+def statistics_vector(statistics: object, length: int, metric: str) -> list[int]:
+    """A summed statistics vector as a list of Python ints, checked.
+
+    Accepts a 1-D numpy array (int or float dtype holding whole numbers), list or tuple of
+    ``length`` non-negative counts.
+
+    Example:
+        >>> statistics_vector(np.array([3.0, 4.0]), 2, "bleu")
+        [3, 4]
+
+    Raises:
+        InvalidInput: not a 1-D vector of ``length`` whole non-negative numbers.
+    """
+    array = np.asarray(statistics)
+    if array.ndim != 1 or len(array) != length or array.dtype.kind not in "iuf":
+        raise InvalidInput(
+            f"{metric}: statistics must be a 1-D vector of {length} counts, got "
+            f"{type(statistics).__name__} of shape {array.shape} and dtype {array.dtype}"
+        )
+    counts = [int(value) for value in array.tolist()]
+    if (array.dtype.kind == "f" and counts != array.tolist()) or min(counts, default=0) < 0:
+        raise InvalidInput(f"{metric}: statistics must be whole non-negative counts")
+    return counts
 
 
 def resolve_normalizer(name: str, metric: str) -> Normalizer:

@@ -1,14 +1,20 @@
-"""BLEU-4 at sentence and corpus level, with sacrebleu's smoothing methods.
+"""BLEU at sentence and corpus level, any n-gram order 1..6, with sacrebleu's smoothing methods.
 
-Default contract (``bleu_4``): ``words`` tokens; against each target separately, the best over
-targets; clipped n-gram precisions for n = 1..4 with add-one on matches and totals for n >= 2
-only (Lin and Och's BLEU+1, sacrebleu's ``add-k`` with k = 1); brevity penalty exp(1 - r/c) when
-c < r; 0.0 for an empty prediction or when no unigram matches. Scale 0-1.
+Two metrics share one implementation: ``bleu`` (:class:`Bleu`, option ``max_ngram_order``, 4 by
+default, and under ``compat="sacrebleu"`` option ``tokenize``) and ``bleu_4`` (:class:`Bleu4`,
+the order-4 case, without those two options).
+
+Default contract: ``words`` tokens; against each target separately, the best over targets;
+clipped n-gram precisions for n = 1..N (N = 4 for ``bleu_4``) with add-one on matches and
+totals for n >= 2 only (Lin and Och's BLEU+1, sacrebleu's ``add-k`` with k = 1); brevity penalty
+exp(1 - r/c) when c < r; 0.0 for an empty prediction or when no unigram matches. Scale 0-1.
 
 ``compat="sacrebleu"`` reproduces sacrebleu 2.6.0: ``sentence_bleu(prediction, targets).score /
 100`` with its defaults (``13a`` tokens of the right-stripped text, ``exp`` smoothing, effective
 order, all targets together: n-gram counts merged by maximum, closest reference length with
-ties to the shorter), and :func:`corpus_bleu` equal to ``corpus_bleu(...).score / 100``. Every
+ties to the shorter), and :func:`corpus_bleu` equal to ``corpus_bleu(...).score / 100``; with
+``max_ngram_order`` and ``tokenize`` (``13a``, ``none``, ``intl``, ``char``, ``zh``), the score of
+``BLEU(max_ngram_order=..., tokenize=..., effective_order=True).sentence_score``. Every
 float operation follows sacrebleu's order (``100 * c / t``, ``math.log``, builtin ``sum``,
 ``/ order``, ``exp``, ``* bp``), so the values agree to the last bit before the final division
 by 100, on any interpreter (both sides call the same builtin ``sum``).
@@ -28,7 +34,12 @@ References:
     Papineni et al. 2002, "BLEU"; Lin and Och 2004, "ORANGE" (BLEU+1); Chen and Cherry 2014, "A
     Systematic Comparison of Smoothing Techniques for Sentence-Level BLEU"; Post 2018,
     "A Call for Clarity in Reporting BLEU Scores" (sacrebleu 2.6.0, github.com/mjpost/sacrebleu,
-    ``sacrebleu/metrics/bleu.py`` and ``sacrebleu/tokenizers/tokenizer_13a.py``).
+    ``sacrebleu/metrics/bleu.py`` and ``sacrebleu/tokenizers/``).
+
+Corpus statistics: :meth:`Bleu.sentence_statistics` gives sacrebleu's per-sentence vector
+``[prediction length, reference length, matches(1..N), totals(1..N)]`` (int64) and
+:meth:`Bleu.score_from_statistics` the score of a summed vector, so that
+``score_from_statistics(sum of sentence_statistics)`` equals :meth:`Bleu.corpus_score`.
 """
 
 from __future__ import annotations
@@ -46,13 +57,26 @@ from reward_plugins.metrics.base import (
     Targets,
     check_choice,
     check_flag,
+    check_integer,
     check_prediction,
     coerce_targets,
     reject_with_compat,
     reject_without_compat,
+    statistics_vector,
 )
 
 MAX_ORDER = 4
+"""The order of ``bleu_4`` and the default ``max_ngram_order`` of ``bleu``."""
+MAX_NGRAM_ORDERS = range(1, 7)
+"""The valid values of ``max_ngram_order``."""
+SACREBLEU_TOKENIZERS: dict[str, str] = {
+    "13a": "13a",
+    "char": "each_char",
+    "intl": "intl",
+    "none": "split",
+    "zh": "zh",
+}
+"""sacrebleu's ``tokenize`` names -> the tokenizer of :mod:`reward_plugins.text.tokenize`."""
 SMOOTHING_METHODS = ("none", "floor", "add-k", "exp")
 SMOOTHING_DEFAULT_VALUES: dict[str, float | None] = {
     "none": None,
@@ -96,14 +120,16 @@ def _max_counts_hashed(references: list[list[str]], order: int) -> Counter[Any]:
     return merged
 
 
-def _clipped_matches_hashed(prediction: list[str], references: list[list[str]]) -> list[int]:
-    """Per order, the prediction's n-gram matches clipped by the references' maximum counts.
+def _clipped_matches_hashed(
+    prediction: list[str], references: list[list[str]], max_order: int = MAX_ORDER
+) -> list[int]:
+    """Per order 1..``max_order``, prediction n-gram matches clipped by the references' maxima.
 
     Only the prediction's n-grams that a reference has are counted (``filter`` and ``Counter``
     run in C, no Python loop per n-gram).
     """
     correct = []
-    for order in range(1, MAX_ORDER + 1):
+    for order in range(1, max_order + 1):
         reference = _max_counts_hashed(references, order)
         matched = Counter(filter(reference.__contains__, _ngrams(prediction, order)))
         correct.append(sum(map(min, matched.values(), map(reference.__getitem__, matched))))
@@ -121,22 +147,25 @@ def _max_counts_coded(references: list[np.ndarray]) -> tuple[np.ndarray, np.ndar
     return keys, counts
 
 
-def _clipped_matches_coded(prediction: list[str], references: list[list[str]]) -> list[int] | None:
+def _clipped_matches_coded(
+    prediction: list[str], references: list[list[str]], max_order: int = MAX_ORDER
+) -> list[int] | None:
     """:func:`_clipped_matches_hashed` with n-grams coded as int64 and counted by numpy.
 
     Tokens get ids 0..V-1 for this call and the n-gram (a, b, c) the code ``(a * V + b) * V +
-    c``, so codes of one order are distinct. Returns ``None`` when V**4 would overflow int64.
+    c``, so codes of one order are distinct. Returns ``None`` when V**max_order would overflow
+    int64.
     """
     ids: dict[str, int] = {}
     intern = ids.setdefault
     predicted = np.array([intern(token, len(ids)) for token in prediction], dtype=np.int64)
     targets = [np.array([intern(t, len(ids)) for t in gold], dtype=np.int64) for gold in references]
     base = max(1, len(ids))
-    if base**MAX_ORDER >= 2**63:
+    if base**max_order >= 2**63:
         return None
     correct = []
     predicted_codes, target_codes = predicted, targets
-    for order in range(1, MAX_ORDER + 1):
+    for order in range(1, max_order + 1):
         if order > 1:
             predicted_codes = predicted_codes[:-1] * base + predicted[order - 1 :]
             target_codes = [
@@ -158,7 +187,7 @@ def _closest_length(prediction_length: int, reference_lengths: Iterable[int]) ->
 
 
 def _statistics(
-    prediction: list[str], references: list[list[str]], reference_length: int
+    prediction: list[str], references: list[list[str]], reference_length: int, max_order: int
 ) -> BleuStats:
     """BLEU statistics of a prediction against references merged by maximum count per n-gram.
 
@@ -167,11 +196,11 @@ def _statistics(
     """
     correct = None
     if len(prediction) >= _NUMPY_FROM:
-        correct = _clipped_matches_coded(prediction, references)
+        correct = _clipped_matches_coded(prediction, references, max_order)
     if correct is None:
-        correct = _clipped_matches_hashed(prediction, references)
+        correct = _clipped_matches_hashed(prediction, references, max_order)
     length = len(prediction)
-    total = tuple(max(0, length - order + 1) for order in range(1, MAX_ORDER + 1))
+    total = tuple(max(0, length - order + 1) for order in range(1, max_order + 1))
     return BleuStats(length, reference_length, tuple(correct), total)
 
 
@@ -185,17 +214,19 @@ def smoothed_precisions(
 ) -> list[float]:
     """The n-gram precisions (times ``scale``) that enter the geometric mean, after smoothing.
 
-    Orders stop at the first one with no n-gram at all; with ``effective_order`` only the
-    orders before it count, otherwise they count as precision 0.
+    ``correct`` and ``total`` hold one count per order, 1..N. Orders stop at the first one with
+    no n-gram at all; with ``effective_order`` only the orders before it count, otherwise they
+    count as precision 0.
 
     Example:
         >>> smoothed_precisions([2, 0, 0, 0], [2, 1, 0, 0], "exp", None, True, 1.0)
         [1.0, 0.5]
     """
-    precisions = [0.0] * MAX_ORDER
-    orders = MAX_ORDER
+    max_order = len(correct)
+    precisions = [0.0] * max_order
+    orders = max_order
     halvings = 1.0
-    for index in range(MAX_ORDER):
+    for index in range(max_order):
         matches: float = correct[index]
         count: float = total[index]
         if smooth == "add-k" and index > 0:
@@ -247,34 +278,40 @@ def bleu_from_statistics(
     return brevity_penalty * math.exp(sum(logs) / len(precisions))
 
 
-class Bleu4(Metric):
-    """Sentence BLEU-4 (and corpus BLEU through :meth:`corpus_score`).
+class Bleu(Metric):
+    """Sentence BLEU of any n-gram order 1..6 (and corpus BLEU through :meth:`corpus_score`).
 
     Args:
         normalizer: normalizer name applied before tokenizing, ``none`` by default.
-        tokenizer: tokenizer name, ``words`` by default.
+        tokenizer: tokenizer name, ``words`` by default (not with ``compat``).
         smooth: ``none``, ``floor``, ``add-k`` or ``exp``; ``add-k`` by default, ``exp`` under
             ``compat="sacrebleu"``.
         smooth_value: the floor value (default 0.1) or k (default 1); only for those two methods.
         effective_order: drop the orders above the longest n-gram of the prediction instead of
             scoring them 0 (default ``True``; sacrebleu's corpus BLEU uses ``False``).
         lowercase: with ``compat="sacrebleu"`` only: sacrebleu's ``lowercase`` (default ``False``).
+        max_ngram_order: the highest n-gram order N, an int in 1..6 (default 4); sacrebleu's
+            ``BLEU(max_ngram_order=N)``.
+        tokenize: with ``compat="sacrebleu"`` only: sacrebleu's tokenizer name, ``13a``
+            (default), ``none`` (whitespace split), ``intl``, ``char`` or ``zh``.
         compat: ``"sacrebleu"`` to reproduce sacrebleu (fixes normalizer and tokenizer).
 
     Example:
-        >>> Bleu4()("the cat sat on a mat", "the cat sat on the mat")
-        0.6389431042462724
-        >>> Bleu4(compat="sacrebleu").signature
-        'bleu_4|compat:sacrebleu|case:mixed|norm:none|tok:13a|smooth:exp|eff:yes'
+        >>> Bleu(max_ngram_order=2)("the cat sat on a mat", "the cat sat on the mat")
+        0.7453559924999299
+        >>> Bleu(compat="sacrebleu", tokenize="char", max_ngram_order=6).signature
+        'bleu|compat:sacrebleu|case:mixed|norm:none|tok:char|smooth:exp|eff:yes|order:6'
 
     Raises:
-        ValueError: an unknown name, a ``smooth_value`` that is negative or given for ``none`` or
-            ``exp``, a normalizer or tokenizer given with ``compat``, ``lowercase`` without it.
-        TypeError: ``effective_order`` or ``lowercase`` is not a bool, or ``smooth_value`` is
-            not a number.
+        InvalidOption: an unknown name, a ``smooth_value`` that is negative or given for ``none``
+            or ``exp``, a normalizer or tokenizer given with ``compat``, ``lowercase`` or
+            ``tokenize`` without it, ``effective_order`` or ``lowercase`` not a bool,
+            ``smooth_value`` not a number, ``max_ngram_order`` not an int in 1..6.
+        ImportError: ``tokenize="intl"`` and the ``regex`` package is not installed.
     """
 
-    name = "bleu_4"
+    name = "bleu"
+    _order_in_signature = True
 
     def __init__(
         self,
@@ -285,16 +322,29 @@ class Bleu4(Metric):
         smooth_value: float | None = None,
         effective_order: bool = True,
         lowercase: bool | None = None,
+        max_ngram_order: int = MAX_ORDER,
+        tokenize: str | None = None,
         compat: str | None = None,
     ) -> None:
+        self.max_ngram_order = check_integer(
+            max_ngram_order, MAX_NGRAM_ORDERS, "max_ngram_order", self.name
+        )
         if compat is not None:
             self.compat: str | None = check_choice(compat, (SACREBLEU,), "compat", self.name)
             reject_with_compat(self.name, compat, normalizer=normalizer, tokenizer=tokenizer)
-            tokenizer = "13a"
+            tokenize = check_choice(
+                tokenize if tokenize is not None else "13a",
+                SACREBLEU_TOKENIZERS,
+                "tokenize",
+                self.name,
+            )
+            self._set_tokenization(normalizer, SACREBLEU_TOKENIZERS[tokenize])
+            self.tokenizer = tokenize  # the signature names sacrebleu's tokenizer
+            self._tokenize("")  # load what the tokenizer imports now (intl: regex)
         else:
-            reject_without_compat(self.name, lowercase=lowercase)
+            reject_without_compat(self.name, lowercase=lowercase, tokenize=tokenize)
             self.compat = None
-        self._set_tokenization(normalizer, tokenizer)
+            self._set_tokenization(normalizer, tokenizer)
         default_smoothing = SACREBLEU_SMOOTHING if self.compat else DEFAULT_SMOOTHING
         self.smooth = check_choice(
             smooth if smooth is not None else default_smoothing,
@@ -335,6 +385,8 @@ class Bleu4(Metric):
             f"smooth:{smoothing}",
             f"eff:{'yes' if self.effective_order else 'no'}",
         ]
+        if self._order_in_signature:
+            parts.append(f"order:{self.max_ngram_order}")
         return "|".join(parts)
 
     def _tokens(self, text: str) -> list[str]:
@@ -376,14 +428,55 @@ class Bleu4(Metric):
     def _statistics(self, prediction: str, golds: tuple[str, ...], merge: bool) -> list[BleuStats]:
         predicted = self._tokens(prediction)
         references = [self._tokens(gold) for gold in golds]
+        order = self.max_ngram_order
         if merge:
             reference_length = _closest_length(len(predicted), map(len, references))
-            return [_statistics(predicted, references, reference_length)]
-        return [_statistics(predicted, [gold], len(gold)) for gold in references]
+            return [_statistics(predicted, references, reference_length, order)]
+        return [_statistics(predicted, [gold], len(gold), order) for gold in references]
 
     def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
         statistics = self._statistics(prediction, targets, merge=self.compat is not None)
         return max(self._finish(stats) for stats in statistics)
+
+    def sentence_statistics(self, prediction: str, targets: Targets) -> np.ndarray:
+        """The corpus statistics of one sentence, the targets merged (as in a corpus score).
+
+        sacrebleu's layout: ``[prediction length, reference length, matches of order 1..N,
+        n-grams of order 1..N]``, int64. Summed over sentences, :meth:`score_from_statistics`
+        turns it into :meth:`corpus_score`. Under ``compat`` the score of one sentence's vector
+        is the sentence score; under the default contract it is the score against all targets
+        merged, which is the sentence score only for one target (that score is the best target).
+
+        Example:
+            >>> Bleu(compat="sacrebleu", max_ngram_order=2).sentence_statistics("a b", ["a c"])
+            array([2, 2, 1, 0, 2, 1])
+
+        Raises:
+            InvalidInput: as for calling the metric.
+        """
+        (stats,) = self.statistics(prediction, targets, merge=True)
+        return np.array(
+            [stats.prediction_length, stats.reference_length, *stats.correct, *stats.total],
+            dtype=np.int64,
+        )
+
+    def score_from_statistics(self, statistics: np.ndarray) -> float:
+        """The score of a (summed) statistics vector of :meth:`sentence_statistics`; in [0, 1].
+
+        Example:
+            >>> metric = Bleu(compat="sacrebleu", max_ngram_order=2)
+            >>> metric.score_from_statistics(metric.sentence_statistics("a b", ["a c"]))
+            0.49999999999999994
+
+        Raises:
+            InvalidInput: not a 1-D vector of 2 + 2 * ``max_ngram_order`` whole counts.
+        """
+        order = self.max_ngram_order
+        counts = statistics_vector(statistics, 2 + 2 * order, self.name)
+        stats = BleuStats(
+            counts[0], counts[1], tuple(counts[2 : 2 + order]), tuple(counts[2 + order :])
+        )
+        return self._finish(stats)
 
     def corpus_score(self, predictions: Sequence[str], references: Sequence[Targets]) -> float:
         """Corpus BLEU: statistics summed over sentences, the references of a sentence merged.
@@ -400,7 +493,8 @@ class Bleu4(Metric):
             raise InvalidInput(
                 f"{self.name}: {len(predictions)} predictions but {len(references)} reference rows"
             )
-        sums = [0] * (2 + 2 * MAX_ORDER)
+        order = self.max_ngram_order
+        sums = [0] * (2 + 2 * order)
         for row, (prediction, targets) in enumerate(zip(predictions, references, strict=True)):
             try:
                 (stats,) = self.statistics(prediction, targets, merge=True)
@@ -410,10 +504,94 @@ class Bleu4(Metric):
                 (stats.prediction_length, stats.reference_length, *stats.correct, *stats.total)
             ):
                 sums[index] += value
-        corpus = BleuStats(
-            sums[0], sums[1], tuple(sums[2 : 2 + MAX_ORDER]), tuple(sums[2 + MAX_ORDER :])
-        )
+        corpus = BleuStats(sums[0], sums[1], tuple(sums[2 : 2 + order]), tuple(sums[2 + order :]))
         return self._finish(corpus)
+
+
+class Bleu4(Bleu):
+    """Sentence BLEU-4 (and corpus BLEU through :meth:`corpus_score`): :class:`Bleu` of order 4.
+
+    Args:
+        normalizer: normalizer name applied before tokenizing, ``none`` by default.
+        tokenizer: tokenizer name, ``words`` by default.
+        smooth: ``none``, ``floor``, ``add-k`` or ``exp``; ``add-k`` by default, ``exp`` under
+            ``compat="sacrebleu"``.
+        smooth_value: the floor value (default 0.1) or k (default 1); only for those two methods.
+        effective_order: drop the orders above the longest n-gram of the prediction instead of
+            scoring them 0 (default ``True``; sacrebleu's corpus BLEU uses ``False``).
+        lowercase: with ``compat="sacrebleu"`` only: sacrebleu's ``lowercase`` (default ``False``).
+        compat: ``"sacrebleu"`` to reproduce sacrebleu (fixes normalizer and tokenizer to 13a).
+
+    Example:
+        >>> Bleu4()("the cat sat on a mat", "the cat sat on the mat")
+        0.6389431042462724
+        >>> Bleu4(compat="sacrebleu").signature
+        'bleu_4|compat:sacrebleu|case:mixed|norm:none|tok:13a|smooth:exp|eff:yes'
+
+    Raises:
+        ValueError: an unknown name, a ``smooth_value`` that is negative or given for ``none`` or
+            ``exp``, a normalizer or tokenizer given with ``compat``, ``lowercase`` without it.
+        TypeError: ``effective_order`` or ``lowercase`` is not a bool, or ``smooth_value`` is
+            not a number.
+    """
+
+    name = "bleu_4"
+    _order_in_signature = False
+
+    def __init__(
+        self,
+        *,
+        normalizer: str | None = None,
+        tokenizer: str | None = None,
+        smooth: str | None = None,
+        smooth_value: float | None = None,
+        effective_order: bool = True,
+        lowercase: bool | None = None,
+        compat: str | None = None,
+    ) -> None:
+        super().__init__(
+            normalizer=normalizer,
+            tokenizer=tokenizer,
+            smooth=smooth,
+            smooth_value=smooth_value,
+            effective_order=effective_order,
+            lowercase=lowercase,
+            compat=compat,
+        )
+
+
+def bleu(
+    prediction: str,
+    targets: Targets,
+    *,
+    normalizer: str | None = None,
+    tokenizer: str | None = None,
+    smooth: str | None = None,
+    smooth_value: float | None = None,
+    effective_order: bool = True,
+    lowercase: bool | None = None,
+    max_ngram_order: int = MAX_ORDER,
+    tokenize: str | None = None,
+    compat: str | None = None,
+) -> float:
+    """Sentence BLEU of order ``max_ngram_order`` on a 0-1 scale. See :class:`Bleu`.
+
+    Example:
+        >>> bleu("北京大学在北京", ["北京的大学"], compat="sacrebleu", tokenize="zh")
+        0.185750579991336
+    """
+    metric = Bleu(
+        normalizer=normalizer,
+        tokenizer=tokenizer,
+        smooth=smooth,
+        smooth_value=smooth_value,
+        effective_order=effective_order,
+        lowercase=lowercase,
+        max_ngram_order=max_ngram_order,
+        tokenize=tokenize,
+        compat=compat,
+    )
+    return metric(prediction, targets)
 
 
 def bleu_4(
@@ -456,26 +634,36 @@ def corpus_bleu(
     smooth_value: float | None = None,
     effective_order: bool = False,
     lowercase: bool | None = None,
+    max_ngram_order: int = MAX_ORDER,
+    tokenize: str | None = None,
     compat: str | None = None,
 ) -> float:
-    """Corpus BLEU-4 on a 0-1 scale; ``references[i]`` holds the reference(s) of prediction i.
+    """Corpus BLEU on a 0-1 scale; ``references[i]`` holds the reference(s) of prediction i.
 
     With ``compat="sacrebleu"`` it equals ``sacrebleu.corpus_bleu(predictions, streams).score /
-    100``, where ``streams[k][i]`` is the k-th reference of prediction i (``None`` where a
-    prediction has fewer). See :class:`Bleu4` for the options.
+    100`` (``BLEU(max_ngram_order=..., tokenize=...).corpus_score`` for the other orders and
+    tokenizers), where ``streams[k][i]`` is the k-th reference of prediction i (``None`` where a
+    prediction has fewer). See :class:`Bleu` for the options; with the defaults of
+    ``max_ngram_order`` and ``tokenize`` the metric is ``bleu_4`` (errors name it).
 
     Example:
         >>> corpus_bleu(["the cat sat on the mat", "hello"],
         ...             [["the cat sat on the mat"], ["hello there"]], compat="sacrebleu")
         0.866877899750182
     """
-    metric = Bleu4(
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        smooth=smooth,
-        smooth_value=smooth_value,
-        effective_order=effective_order,
-        lowercase=lowercase,
-        compat=compat,
+    options: dict[str, Any] = {
+        "normalizer": normalizer,
+        "tokenizer": tokenizer,
+        "smooth": smooth,
+        "smooth_value": smooth_value,
+        "effective_order": effective_order,
+        "lowercase": lowercase,
+        "compat": compat,
+    }
+    plain = max_ngram_order == MAX_ORDER and type(max_ngram_order) is int and tokenize is None
+    metric = (
+        Bleu4(**options)
+        if plain
+        else Bleu(max_ngram_order=max_ngram_order, tokenize=tokenize, **options)
     )
     return metric.corpus_score(predictions, references)

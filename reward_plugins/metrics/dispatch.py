@@ -11,12 +11,14 @@ from types import MappingProxyType
 
 from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.base import Metric, Targets
-from reward_plugins.metrics.bleu import Bleu4
+from reward_plugins.metrics.bleu import Bleu, Bleu4
+from reward_plugins.metrics.chrf import Chrf
 from reward_plugins.metrics.qa import Accuracy, ExactMatch, SubEM, TokenF1
-from reward_plugins.metrics.rouge import RougeL
+from reward_plugins.metrics.rouge import ROUGE_METRICS
 
 _METRICS: dict[str, type[Metric]] = {
-    metric.name: metric for metric in (ExactMatch, SubEM, TokenF1, Bleu4, RougeL, Accuracy)
+    metric.name: metric
+    for metric in (ExactMatch, SubEM, TokenF1, Bleu4, Bleu, Chrf, *ROUGE_METRICS, Accuracy)
 }
 METRICS: Mapping[str, type[Metric]] = MappingProxyType(_METRICS)
 """Read-only view: metric name -> metric class (options are its keyword-only parameters)."""

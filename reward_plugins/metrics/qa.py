@@ -15,18 +15,31 @@ text.lower())``):
 normalization, whitespace tokens, and F1 = 0 when no token is shared, even when both answers
 are empty (EM is then 1).
 
+``compat="squad_v2"`` (``exact_match``, ``f1``) is the official SQuAD 2.0 evaluation, which
+scores unanswerable questions: the same normalization, but targets that normalize to ``""`` are
+dropped, and when none is left the question is unanswerable and its only gold is ``""``. A
+prediction that normalizes to ``""`` (``""``, ``"the"``, ``"?"``) then scores 1 (EM and F1) on
+an unanswerable question and 0 on an answerable one. :func:`squad_v2_scores` gives the
+official corpus report (``exact``, ``f1``, ``HasAns_*``, ``NoAns_*``, the no-answer threshold).
+
 References:
-    Rajpurkar et al. 2016, SQuAD, and its official ``evaluate-v1.1.py``; Search-R1
+    Rajpurkar et al. 2016, SQuAD, and its official ``evaluate-v1.1.py``; Rajpurkar, Jia and
+    Liang 2018, "Know What You Don't Know: Unanswerable Questions for SQuAD", and its official
+    ``evaluate-v2.0.py`` (github.com/rajpurkar/SQuAD-explorer; also
+    github.com/huggingface/evaluate, ``metrics/squad_v2/compute_score.py``); Search-R1
     (github.com/PeterGriffinJin/Search-R1, ``verl/utils/reward_score/qa_em.py``) for SubEM.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import threading
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from reward_plugins.errors import InvalidGroundTruth
+from reward_plugins.errors import InvalidGroundTruth, InvalidInput, InvalidOption
 from reward_plugins.metrics.base import (
     DEFAULT_NORMALIZER,
     Metric,
@@ -34,6 +47,8 @@ from reward_plugins.metrics.base import (
     TokenPairMetric,
     check_choice,
     check_flag,
+    check_prediction,
+    coerce_targets,
     f_measure,
     reject_with_compat,
     resolve_normalizer,
@@ -41,6 +56,8 @@ from reward_plugins.metrics.base import (
 from reward_plugins.text import get_normalizer, normalize_squad
 
 SQUAD = "squad"
+SQUAD_V2 = "squad_v2"
+SQUAD_PRESETS = (SQUAD, SQUAD_V2)
 
 
 # ------------------------------------------------------------------- the QA comparison core
@@ -253,18 +270,62 @@ def compare(
     )
 
 
+# ------------------------------------------------------------------------------ SQuAD 2.0
+
+
+def answerable_golds(golds: tuple[str, ...]) -> GoldIndex | None:
+    """The golds of a SQuAD 2.0 question that normalize to a non-empty answer, or ``None`` when
+    none does (the question is unanswerable: its only gold is ``""``).
+
+    Example:
+        >>> answerable_golds(("The", "Paris!")).strings
+        ('paris',)
+        >>> answerable_golds(("", "an")) is None
+        True
+    """
+    index = gold_index(golds)
+    if all(index.strings):
+        return index
+    if not any(index.strings):
+        return None
+    return gold_index(golds, SQUAD, reject_empty_gold=True)
+
+
+def squad_v2_exact(normalized: str, golds: GoldIndex | None) -> float:
+    """SQuAD 2.0 EM of a SQuAD-normalized prediction: equal to a gold, ``""`` for an
+    unanswerable question (``golds`` is ``None``)."""
+    if golds is None:
+        return 0.0 if normalized else 1.0
+    return 1.0 if normalized in golds.strings else 0.0
+
+
+def squad_v2_f1(normalized: str, golds: GoldIndex | None) -> float:
+    """SQuAD 2.0 F1 of a SQuAD-normalized prediction: when either side has no token, 1 if both
+    have none, else 0; otherwise the best SQuAD token F1 over the answerable golds."""
+    if golds is None:
+        return 0.0 if normalized else 1.0
+    if not normalized:
+        return 0.0
+    return best_token_f1(normalized, golds)
+
+
 class ExactMatch(Metric):
     """Exact match with any target, after a named normalizer and ``str.strip``.
 
     Args:
         normalizer: normalizer name, ``none`` by default (see :mod:`reward_plugins.text`).
-        compat: ``"squad"`` for the official SQuAD v1.1 EM (fixes the normalizer).
+        compat: ``"squad"`` for the official SQuAD v1.1 EM, ``"squad_v2"`` for SQuAD 2.0 EM
+            (targets that normalize to ``""`` are dropped; with none left the question is
+            unanswerable and only an empty prediction matches); both fix the normalizer.
 
     Example:
         >>> ExactMatch()(" Paris ", ["paris", "Paris"])
         1.0
         >>> ExactMatch(compat="squad").signature
         'exact_match|compat:squad|norm:squad'
+        >>> ExactMatch(compat="squad_v2")("the", ["An", "Paris"]), ExactMatch(compat="squad")(
+        ...     "the", ["An", "Paris"])
+        (0.0, 1.0)
 
     Raises:
         ValueError: unknown normalizer or compat, or a normalizer given with ``compat``.
@@ -274,7 +335,7 @@ class ExactMatch(Metric):
 
     def __init__(self, *, normalizer: str | None = None, compat: str | None = None) -> None:
         if compat is not None:
-            self.compat: str | None = check_choice(compat, (SQUAD,), "compat", self.name)
+            self.compat: str | None = check_choice(compat, SQUAD_PRESETS, "compat", self.name)
             reject_with_compat(self.name, compat, normalizer=normalizer)
             normalizer = SQUAD
         else:
@@ -288,6 +349,8 @@ class ExactMatch(Metric):
         return f"{self.name}{compat}|norm:{self.normalizer}"
 
     def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
+        if self.compat == SQUAD_V2:
+            return squad_v2_exact(normalize_squad(prediction), answerable_golds(targets))
         if self.normalizer == SQUAD:
             return 1.0 if normalize_squad(prediction) in gold_index(targets).strings else 0.0
         normalized = self._normalize(prediction).strip()
@@ -345,13 +408,18 @@ class TokenF1(TokenPairMetric):
     Args:
         normalizer: normalizer name applied before tokenizing, ``none`` by default.
         tokenizer: tokenizer name, ``words`` by default.
-        compat: ``"squad"`` for the official SQuAD v1.1 F1 (fixes normalizer and tokenizer).
+        compat: ``"squad"`` for the official SQuAD v1.1 F1, ``"squad_v2"`` for SQuAD 2.0 F1
+            (targets that normalize to ``""`` are dropped; with none left the question is
+            unanswerable, and a prediction without tokens scores 1, any other 0); both fix the
+            normalizer and the tokenizer.
 
     Example:
         >>> TokenF1()("the cat sat", "a cat sat down")
         0.5714285714285715
         >>> TokenF1(compat="squad")("", "")
         0.0
+        >>> TokenF1(compat="squad_v2")("", "")
+        1.0
         >>> TokenF1()("", "")
         1.0
 
@@ -369,7 +437,7 @@ class TokenF1(TokenPairMetric):
         compat: str | None = None,
     ) -> None:
         if compat is not None:
-            self.compat: str | None = check_choice(compat, (SQUAD,), "compat", self.name)
+            self.compat: str | None = check_choice(compat, SQUAD_PRESETS, "compat", self.name)
             reject_with_compat(self.name, compat, normalizer=normalizer, tokenizer=tokenizer)
             normalizer, tokenizer = SQUAD, "split"
         else:
@@ -381,6 +449,8 @@ class TokenF1(TokenPairMetric):
     def _score(self, prediction: str, targets: tuple[str, ...]) -> float:
         if self.compat == SQUAD:
             return best_token_f1(normalize_squad(prediction), gold_index(targets))
+        if self.compat == SQUAD_V2:
+            return squad_v2_f1(normalize_squad(prediction), answerable_golds(targets))
         return super()._score(prediction, targets)
 
 
@@ -464,3 +534,154 @@ def accuracy(prediction: str, targets: Targets) -> float:
         1.0
     """
     return Accuracy()(prediction, targets)
+
+
+def squad_v2_scores(
+    predictions: Sequence[str],
+    targets: Sequence[Targets],
+    *,
+    na_probabilities: Sequence[float] | None = None,
+    na_threshold: float = 1.0,
+) -> dict[str, float]:
+    """The official SQuAD 2.0 report of a corpus, on the 0-1 scale (the official script's 0-100
+    divided by 100 at the end; ``*_total`` and ``best_*_thresh`` are not rescaled).
+
+    Row ``i`` is scored as ``exact_match``/``f1`` with ``compat="squad_v2"``. A question is
+    answerable (``HasAns``) when ``targets[i]`` holds at least one target, as the official
+    script's ``bool(qa["answers"])``; give ``[]`` for an unanswerable question. With
+    ``na_probabilities`` (the model's probability that each question has no answer), a row
+    whose probability exceeds ``na_threshold`` is taken as answered "no answer": it scores
+    ``float(not answerable)`` for both EM and F1.
+
+    Returns the official keys, in the official order: ``exact``, ``f1``, ``total``, then
+    ``HasAns_exact``, ``HasAns_f1``, ``HasAns_total`` when some question is answerable and
+    ``NoAns_*`` when some is not; with ``na_probabilities`` also ``best_exact``,
+    ``best_exact_thresh``, ``best_f1``, ``best_f1_thresh`` (the best scores over thresholds,
+    from the scores before the threshold, as the script does when given an ``--na-prob-file``).
+
+    Example:
+        >>> report = squad_v2_scores(["Paris", "the", "Rome"], [["Paris"], [], "Lyon"])
+        >>> report["exact"], report["HasAns_exact"], report["NoAns_f1"], report["NoAns_total"]
+        (0.6666666666666667, 0.5, 1.0, 1)
+
+    Raises:
+        InvalidInput: the lengths of ``predictions``, ``targets`` and ``na_probabilities``
+            differ (the message names them), no prediction, a prediction or target that is not
+            a string, a probability that is not a number or is NaN.
+        InvalidOption: ``na_threshold`` is not a number.
+
+    References:
+        github.com/rajpurkar/SQuAD-explorer, ``evaluate-v2.0.py`` (``get_raw_scores``,
+        ``apply_no_ans_threshold``, ``make_eval_dict``, ``find_all_best_thresh``).
+    """
+    name = "squad_v2_scores"
+    rows = _sequence(predictions, "predictions", name)
+    golds = _sequence(targets, "targets", name)
+    if len(rows) != len(golds):
+        raise InvalidInput(f"{name}: {len(rows)} predictions but {len(golds)} targets")
+    if not rows:
+        raise InvalidInput(f"{name}: no predictions to score")
+    if isinstance(na_threshold, bool) or not isinstance(na_threshold, numbers.Real):
+        raise InvalidOption(
+            f"{name}: na_threshold must be a number, got {type(na_threshold).__name__}"
+        )
+    probabilities = _probabilities(na_probabilities, len(rows), name)
+    exact: list[float] = []
+    f1_scores: list[float] = []
+    has_answer: list[bool] = []
+    for row, (prediction, answers) in enumerate(zip(rows, golds, strict=True)):
+        check_prediction(prediction, f"{name}: predictions[{row}]")
+        answer_tuple = _answers(answers, f"{name}: targets[{row}]")
+        index = answerable_golds(answer_tuple) if answer_tuple else None
+        normalized = normalize_squad(prediction)
+        exact.append(squad_v2_exact(normalized, index))
+        f1_scores.append(squad_v2_f1(normalized, index))
+        has_answer.append(bool(answer_tuple))
+    threshold = float(na_threshold)
+    exact_kept = _apply_threshold(exact, probabilities, has_answer, threshold)
+    f1_kept = _apply_threshold(f1_scores, probabilities, has_answer, threshold)
+    report = _report(exact_kept, f1_kept, range(len(rows)))
+    for prefix, wanted in (("HasAns", True), ("NoAns", False)):
+        group = [row for row, answerable in enumerate(has_answer) if answerable is wanted]
+        if group:
+            for key, value in _report(exact_kept, f1_kept, group).items():
+                report[f"{prefix}_{key}"] = value
+    if na_probabilities is not None:
+        for key, scores in (("exact", exact), ("f1", f1_scores)):
+            best, best_threshold = _best_threshold(rows, scores, probabilities, has_answer)
+            report[f"best_{key}"] = best
+            report[f"best_{key}_thresh"] = best_threshold
+    return report
+
+
+def _sequence(values: object, field: str, name: str) -> list[Any]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInput(f"{name}: {field} must be a list, got {type(values).__name__}")
+    return list(values)
+
+
+def _answers(value: object, where: str) -> tuple[str, ...]:
+    """A row's targets as a tuple; an empty list is an unanswerable question."""
+    if not isinstance(value, str) and isinstance(value, (list, tuple)) and not value:
+        return ()
+    return coerce_targets(value, where)  # type: ignore[arg-type]
+
+
+def _probabilities(values: Sequence[float] | None, count: int, name: str) -> list[float]:
+    if values is None:
+        return [0.0] * count
+    probabilities = _sequence(values, "na_probabilities", name)
+    if len(probabilities) != count:
+        raise InvalidInput(f"{name}: {count} predictions but {len(probabilities)} na_probabilities")
+    for row, value in enumerate(probabilities):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise InvalidInput(
+                f"{name}: na_probabilities[{row}] must be a number, got {type(value).__name__}"
+            )
+        if math.isnan(value):
+            raise InvalidInput(f"{name}: na_probabilities[{row}] is NaN")
+    return [float(value) for value in probabilities]
+
+
+def _apply_threshold(
+    scores: list[float], probabilities: list[float], has_answer: list[bool], threshold: float
+) -> list[float]:
+    """A row predicted to have no answer scores ``float(not answerable)``."""
+    return [
+        float(not answerable) if probability > threshold else score
+        for score, probability, answerable in zip(scores, probabilities, has_answer, strict=True)
+    ]
+
+
+def _report(exact: list[float], f1_scores: list[float], rows: Iterable[int]) -> dict[str, float]:
+    selected = list(rows)
+    total = len(selected)
+    # The official script's percentages, in its operation order, then on the 0-1 scale.
+    return {
+        "exact": 100.0 * sum(exact[row] for row in selected) / total / 100,
+        "f1": 100.0 * sum(f1_scores[row] for row in selected) / total / 100,
+        "total": total,
+    }
+
+
+def _best_threshold(
+    predictions: list[str],
+    scores: list[float],
+    probabilities: list[float],
+    has_answer: list[bool],
+) -> tuple[float, float]:
+    """The best corpus score over no-answer thresholds, and the threshold giving it.
+
+    Questions are taken by increasing probability; moving the threshold past one gains its
+    score if it is answerable, and loses 1 if it is not and the prediction is non-empty.
+    """
+    current: float = sum(1 for answerable in has_answer if not answerable)
+    best, best_threshold = current, 0.0
+    for row in sorted(range(len(scores)), key=probabilities.__getitem__):
+        if has_answer[row]:
+            current += scores[row]
+        elif predictions[row]:
+            current -= 1
+        if current > best:
+            best, best_threshold = current, probabilities[row]
+    return 100.0 * best / len(scores) / 100, best_threshold

@@ -54,6 +54,7 @@ from reward_plugins.extract import find_tag_spans, scan_tags
 from reward_plugins.metrics.aggregate import MeanCI, bootstrap_mean_of_counts
 from reward_plugins.rescore.records import ScoredRow
 from reward_plugins.text import normalize_squad
+from reward_plugins.text.answers import MIN_CANDIDATES, count_candidates
 
 EXCERPT_CHARS = 200
 """Longest answer excerpt and normalized answer a :class:`RowStats` keeps (in characters)."""
@@ -64,9 +65,6 @@ DEFAULT_EXAMPLES = 5
 MAX_OPEN_GROUPS = 50_000
 """GRPO groups tracked per step; rows of further ``input`` values are left out of the
 repeated-answer indicator (the page says how many)."""
-
-MIN_CANDIDATES = 3
-"""An answer that splits into this many items or more names many candidates."""
 
 AGREEMENT_REL_TOL = 1e-6
 """Relative tolerance of logged vs re-scored equality: verl logs the sum of float32 token-level
@@ -100,9 +98,6 @@ REFUSAL_PHRASES: tuple[str, ...] = (
 
 REFUSALS: frozenset[str] = frozenset({"", *map(normalize_squad, REFUSAL_PHRASES)})
 """The normalized refusals, the empty answer among them."""
-
-_SEPARATORS = re.compile(r"(?<!\d),|,(?!\d)|[;/|]|\s(?:or|and)\s", re.IGNORECASE)
-"""Item separators of the many-candidates rule; no quantifier, so one pass is linear."""
 
 
 class Indicator(NamedTuple):
@@ -313,16 +308,6 @@ def describe_row(row: ScoredRow, *, max_answer_words: int = DEFAULT_MAX_ANSWER_W
         refusal=refusal,
         many_candidates=candidates >= MIN_CANDIDATES,
     )
-
-
-def count_candidates(answer: str) -> int:
-    """Non-blank items of ``answer`` split at the many-candidates separators.
-
-    Example:
-        >>> count_candidates("Paris; Lyon / Nice"), count_candidates("1,000,000")
-        (3, 1)
-    """
-    return sum(1 for item in _SEPARATORS.split(answer) if item.strip())
 
 
 def group_key(value: Any) -> str | None:

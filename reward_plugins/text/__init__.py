@@ -4,12 +4,14 @@ A score is only comparable with another made under the same normalizer and token
 one has a name, and metrics report the names they used.
 
 Normalizers map ``str -> str`` (``none``, ``squad``, ``squad_spaced``, ``unicode``); tokenizers
-map ``str -> list[str]`` (``words``, ``split``, ``chars``, ``13a``, ``rouge_score``,
-``rouge_score_porter``).
+map ``str -> list[str]`` (``words``, ``split``, ``chars``, ``13a``, ``intl``, ``zh``,
+``each_char``, ``rouge_score``, ``rouge_score_porter``). :mod:`reward_plugins.text.answers`
+holds the many-candidates rule for extracted answers (:func:`count_candidates`).
 """
 
 from __future__ import annotations
 
+from reward_plugins.text.answers import CANDIDATE_SEPARATORS, MIN_CANDIDATES, count_candidates
 from reward_plugins.text.normalize import (
     NORMALIZERS,
     Normalizer,
@@ -32,10 +34,13 @@ from reward_plugins.text.tokenize import (
 )
 
 __all__ = [
+    "CANDIDATE_SEPARATORS",
+    "MIN_CANDIDATES",
     "NORMALIZERS",
     "TOKENIZERS",
     "Normalizer",
     "Tokenizer",
+    "count_candidates",
     "get_normalizer",
     "get_tokenizer",
     "normalize_none",
