@@ -9,18 +9,15 @@ error (bad option, unknown scorer, missing or unreadable input, missing optional
 from __future__ import annotations
 
 import argparse
-import array
 import dataclasses
 import functools
-import itertools
 import json
 import math
-import numbers
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
@@ -45,8 +42,6 @@ ADAPTER_FILES = {
 
 DEMO_SAMPLE = "sample_rollouts.jsonl"
 COMPOSED_SCORER = "compute_score_composed"
-VERL_REWARD_KEYS = ("reward.custom_reward_function", "custom_reward_function")
-"""Where a verl config names its reward function: verl >= 0.7.1, then the legacy keys."""
 COMPARE_METHODS = ("bootstrap", "ar")
 """The tests of ``compare`` (those of :mod:`reward_plugins.metrics.significance`)."""
 
@@ -283,6 +278,7 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from reward_plugins.errors import RewardPluginsError
     from reward_plugins.plugins.composed import recipe_of
     from reward_plugins.router import check_options
+    from reward_plugins.verl_config import verl_reward
 
     try:
         where, scorer, options = verl_reward(args.config)
@@ -298,74 +294,6 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         prefixes = ", ".join(f"{c.prefix} x {c.weight:g}" for c in recipe.components)
         print(f"recipe {recipe.origin}: combine {recipe.combine}; components: {prefixes}")
     return 0
-
-
-def verl_reward(config: Path) -> tuple[str, str, dict[str, Any]]:
-    """``(where, scorer, reward_kwargs)`` of the reward function a verl config file names.
-
-    The file is merged with the files of its directory that its ``defaults`` list names (in
-    Hydra's order, ``_self_`` last unless listed); verl's own configs are not read. The reward is
-    ``reward.custom_reward_function`` (verl >= 0.7.1), else the legacy top-level
-    ``custom_reward_function``, the one whose ``path`` is set.
-
-    Raises:
-        PathError: the file cannot be read, is not a YAML mapping, names no reward function,
-            or a reward function that is not this package's.
-    """
-    merged = _verl_yaml(config, ())
-    for where in VERL_REWARD_KEYS:
-        node: Any = merged
-        for key in where.split("."):
-            node = node.get(key) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or node.get("path") is None:
-            continue
-        location = str(node["path"])
-        if location not in ("pkg://reward_plugins", "???") and not location.endswith(
-            ADAPTER_FILES["verl"].rpartition("/")[2]
-        ):
-            raise PathError(f"{config}: {where}.path={location} does not load reward_plugins")
-        options = dict(node.get("reward_kwargs") or {})
-        options.pop("return_dict", None)
-        return where, str(node.get("name") or "compute_score"), options
-    raise PathError(
-        f"{config}: names no reward function ({' or '.join(k + '.path' for k in VERL_REWARD_KEYS)}"
-        " is unset)"
-    )
-
-
-def _verl_yaml(config: Path, including: tuple[Path, ...]) -> dict[str, Any]:
-    import yaml
-
-    if config in including:
-        raise PathError(f"{config}: its defaults list includes itself")
-    try:
-        data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise PathError(f"{config}: cannot be read: {' '.join(str(error).split())}") from None
-    if not isinstance(data, dict):
-        raise PathError(f"{config}: not a YAML mapping (a verl config)")
-    defaults = data.get("defaults") or []
-    if "_self_" not in defaults:
-        defaults = [*defaults, "_self_"]
-    merged: dict[str, Any] = {}
-    for entry in defaults:
-        if entry == "_self_":
-            own = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
-            merged = _deep_merge(merged, own)
-        elif isinstance(entry, str) and (config.parent / f"{entry}.yaml").is_file():
-            parent = _verl_yaml(config.parent / f"{entry}.yaml", (*including, config))
-            merged = _deep_merge(merged, parent)
-    return merged
-
-
-def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _recipe_list(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -614,36 +542,20 @@ def format_summary(summary: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------- compare
 
 
-_ENDED: Any = object()
-"""Fills the rows of the shorter output while the longer one is counted."""
-
-
-class _Refused(Exception):
-    """Two outputs that ``compare`` cannot pair; the message names the paths (exit status 1)."""
-
-
-@dataclasses.dataclass
-class _Column:
-    """The values of one ``reward_*`` column in A and B, or why it is not compared."""
-
-    values_a: array.array[float] = dataclasses.field(default_factory=lambda: array.array("d"))
-    values_b: array.array[float] = dataclasses.field(default_factory=lambda: array.array("d"))
-    problem: str | None = None
-
-
 def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from reward_plugins.metrics import paired_test_values
+    from reward_plugins.rescore.compare import CompareRefused, paired_columns
 
     if args.samples is not None and args.samples < 1:
         parser.error(f"--samples must be at least 1, got {args.samples}")
     if args.seed < 0:
         parser.error(f"--seed must be at least 0, got {args.seed}")
     try:
-        rows, columns, skipped = _paired_columns(args.first, args.second)
+        rows, columns, skipped = paired_columns(args.first, args.second)
+    except CompareRefused as error:
+        return _error(f"compare: {error}", 1)
     except (rescore.RescoreError, PathError) as error:
         return _error(f"compare: {error}", 2)
-    except _Refused as error:
-        return _error(f"compare: {error}", 1)
     results: dict[str, dict[str, Any]] = {}
     samples = args.samples or {"bootstrap": 1000, "ar": 10000}[args.method]
     for name, column in columns.items():
@@ -697,173 +609,3 @@ def format_comparison(report: Mapping[str, Any]) -> str:
     for name, reason in report["not_compared"].items():
         lines.append(f"not compared: {name}: {reason}")
     return "\n".join(lines)
-
-
-def _paired_columns(first: Path, second: Path) -> tuple[int, dict[str, _Column], dict[str, str]]:
-    """Read A and B in step: the number of rows, the result columns of both, and why the other
-    result columns are not compared.
-
-    Result columns are the ``reward_*`` columns holding a number in the first row of A or B;
-    every other column (verl's ``reward_model`` mapping included) is an input, equal in A and B.
-
-    Raises:
-        PathError, RescoreError: a path that is not a readable output.
-        _Refused: the row counts differ, an input column differs, a row does not parse, no
-            row, or no column to compare.
-    """
-    from reward_plugins.rescore.rows import RESULT_PREFIX
-
-    rows_a, rows_b = _output_rows(first), _output_rows(second)
-    columns: dict[str, _Column] = {}
-    skipped: dict[str, str] = {}
-    results: frozenset[str] = frozenset()
-    mismatch: str | None = None
-    count = count_a = count_b = 0
-    for record_a, record_b in itertools.zip_longest(rows_a, rows_b, fillvalue=_ENDED):
-        count_a += record_a is not _ENDED
-        count_b += record_b is not _ENDED
-        if record_a is _ENDED or record_b is _ENDED:
-            continue  # counting the rows of the longer output
-        count += 1
-        if count == 1:
-            columns, skipped = _result_columns(record_a, record_b, first, second)
-            results = frozenset([*columns, *skipped])
-        if mismatch is None:
-            mismatch = _input_difference(record_a, record_b, results, count, (first, second))
-        if mismatch is None:
-            for name, column in columns.items():
-                _add_values(column, record_a.get(name), record_b.get(name), count, first, second)
-    if count_a != count_b:
-        raise _Refused(
-            f"{first} has {count_a} rows but {second} has {count_b}; compare two outputs of "
-            "the same inputs"
-        )
-    if mismatch is not None:
-        raise _Refused(f"{mismatch}; compare two outputs of the same inputs, in the same order")
-    if count == 0:
-        raise _Refused(f"{first} and {second} have no rows")
-    for name, column in list(columns.items()):
-        if column.problem is not None:
-            skipped[name] = column.problem
-            del columns[name]
-    if not columns:
-        grouped: dict[str, list[str]] = {}
-        for name, why in skipped.items():
-            grouped.setdefault(why if why.startswith("only in ") else "not numbers", []).append(
-                name
-            )
-        reasons = "; ".join(f"{why}: {', '.join(names)}" for why, names in grouped.items())
-        raise _Refused(
-            f"no {RESULT_PREFIX}* column holds numbers in both {first} and {second}"
-            + (f" ({reasons})" if reasons else "")
-        )
-    return count, columns, skipped
-
-
-def _output_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """The rows of a ``score`` output, parsed, in order (checks the path on creation).
-
-    Raises:
-        PathError: no such file or an unsupported format (before the first row).
-        RescoreError: the file cannot be read.
-        _Refused: a line that is not a JSON object.
-    """
-    from reward_plugins.rescore import rows
-    from reward_plugins.rescore.execute import read_chunks
-    from reward_plugins.rescore.files import file_format
-
-    if not path.is_file():
-        raise PathError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
-    fmt = file_format(path)
-
-    def generate() -> Iterator[dict[str, Any]]:
-        for chunk in read_chunks(path, 0, fmt):
-            if fmt == ".parquet":
-                yield from chunk.payload.to_pylist()
-                continue
-            for number, line in rows.jsonl_lines(chunk.payload, chunk.first_number):
-                record = rows.parse_line(line)
-                if isinstance(record, rows.RowFailure):
-                    raise _Refused(f"{path}: line {number}: {record.detail}")
-                yield record
-
-    return generate()
-
-
-def _result_columns(
-    record_a: Mapping[str, Any], record_b: Mapping[str, Any], first: Path, second: Path
-) -> tuple[dict[str, _Column], dict[str, str]]:
-    """The result columns of the first rows (``reward_*`` holding a number): those of both, and
-    those of one only, with the reason."""
-    from reward_plugins.rescore.rows import RESULT_PREFIX
-
-    def results(record: Mapping[str, Any]) -> list[str]:
-        return [
-            name
-            for name, value in record.items()
-            if name.startswith(RESULT_PREFIX) and isinstance(value, numbers.Real)
-        ]
-
-    names_a, names_b = results(record_a), results(record_b)
-    both = [name for name in names_a if name in names_b]
-    skipped = {name: f"only in {first}" for name in names_a if name not in both}
-    skipped.update({name: f"only in {second}" for name in names_b if name not in both})
-    return {name: _Column() for name in both}, skipped
-
-
-def _input_difference(
-    record_a: Mapping[str, Any],
-    record_b: Mapping[str, Any],
-    results: frozenset[str],
-    row: int,
-    paths: tuple[Path, Path],
-) -> str | None:
-    """Where the input columns (all but the ``results``) of two rows differ, or ``None``.
-
-    A column absent from a row equals ``null`` (a parquet output holds every column in
-    every row); NaN equals NaN.
-    """
-    first, second = paths
-    for name in dict.fromkeys([*record_a, *record_b]):
-        if name in results:
-            continue
-        if not _same_value(record_a.get(name), record_b.get(name)):
-            where = f"row {row}"
-            if name not in record_a or name not in record_b:
-                holder = first if name in record_a else second
-                return f"{where}: the input column {name!r} is only in {holder}"
-            return f"{where}: the input column {name!r} differs between {first} and {second}"
-    return None
-
-
-def _same_value(first: Any, second: Any) -> bool:
-    """Equal JSON values, NaN equal to NaN and a missing mapping key equal to ``null``."""
-    if first == second:
-        return True
-    if isinstance(first, float) and isinstance(second, float):
-        return math.isnan(first) and math.isnan(second)
-    if isinstance(first, Mapping) and isinstance(second, Mapping):
-        keys = dict.fromkeys([*first, *second])
-        return all(_same_value(first.get(key), second.get(key)) for key in keys)
-    if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
-        return all(_same_value(x, y) for x, y in zip(first, second, strict=True))
-    return False
-
-
-def _add_values(
-    column: _Column, value_a: Any, value_b: Any, row: int, first: Path, second: Path
-) -> None:
-    """Append a row's values, or record why the column cannot be compared."""
-    if column.problem is not None:
-        return
-    for value, path in ((value_a, first), (value_b, second)):
-        if not isinstance(value, numbers.Real) or not math.isfinite(value):
-            column.problem = f"row {row} of {path} holds {_shown(value)}, not a finite number"
-            return
-    column.values_a.append(float(value_a))
-    column.values_b.append(float(value_b))
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, float) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

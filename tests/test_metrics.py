@@ -457,3 +457,21 @@ def test_docs_table_lists_every_metric_and_option() -> None:
         options = row.split("|")[2]
         for option in metric_options(name):
             assert f"`{option}`" in options, (name, option)
+
+
+@pytest.mark.parametrize("name", ALL_METRICS)
+def test_every_metric_is_a_reward(name: str) -> None:
+    """``compute_score_metric`` pays any metric of the table on the answer span."""
+    options = REQUIRED_OPTIONS.get(name, {})
+    answer, golds = "the cat sat on a mat", ["the cat sat on the mat", "a dog"]
+    expected = score(name, answer, golds, **options)
+    assert (expected > 0.0) == (name not in ("exact_match", "accuracy"))
+    result = reward_plugins.compute_score_metric(
+        "searchR1_nq",
+        f"<think>x</think><answer>{answer}</answer>",
+        {"target": golds},
+        metric=name,
+        metric_options=options or None,
+        normalizer="none",
+    )
+    assert result["score"] == expected
