@@ -16,17 +16,23 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import string
 import subprocess
 import sys
 import tracemalloc
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import reward_plugins.metrics.rouge as rouge_module
 from reward_plugins.extract import scan_tags_python
+from reward_plugins.metrics import Chrf, RougeN
+from reward_plugins.metrics.rouge import ngram_matches_python
 from reward_plugins.text.normalize import normalize_squad_python
 
 if importlib.util.find_spec("reward_plugins._speedups") is None:
@@ -38,6 +44,9 @@ if importlib.util.find_spec("reward_plugins._speedups") is None:
 from reward_plugins import _speedups
 from reward_plugins.extract import _scan_tags
 from reward_plugins.text.normalize import _normalize_squad
+
+# The module, not the function that reward_plugins.metrics exports under the same name.
+chrf_module = importlib.import_module("reward_plugins.metrics.chrf")
 
 WIDE = ["é", "\u4e2d", "\U0001f600", "\u2019", "\u3000", "\x85", "\u0130", "_"]
 """Latin-1, 2-byte, 4-byte characters; a typographic quote, Unicode spaces, a character that
@@ -380,3 +389,283 @@ def test_the_twins_return_exact_str_for_subclass_input() -> None:
     content, opening, closing = _speedups.scan_tags(Text("<answer> a </answer>"), "answer", True)
     assert (content, opening, closing) == ("a", 1, 1)
     assert type(content) is str
+
+
+# ------------------------------------------------------------------------- n-gram matches
+# ngram_matches(predicted, gold, max_order) -> (predicted n-grams, gold n-grams, clipped matches)
+# per order 1..max_order, flat. The C twin reads two str (characters) or two lists of str
+# (tokens); ngram_matches_python is its reference, and a Counter oracle checks that one too.
+
+NGRAM_CHARACTERS = ["a", "b", "é", "\u4e2d", "\u4e2e", "\U0001f600", "\U0001f601", "\ud800", " "]
+"""1-, 2- and 4-byte characters (neighbours in each width), a lone surrogate, a space."""
+NGRAM_TOKENS = ["a", "b", "ab", "ba", "", "é", "\u4e2d", "\U0001f600", "a\U0001f600", "the"]
+
+
+def counted_matches(predicted: Sequence, gold: Sequence, max_order: int) -> tuple[int, ...]:
+    """The definition, with Counter: per order, both n-gram totals and the clipped matches."""
+    statistics: list[int] = []
+    for order in range(1, max_order + 1):
+        mine = Counter(tuple(predicted[i : i + order]) for i in range(len(predicted) - order + 1))
+        theirs = Counter(tuple(gold[i : i + order]) for i in range(len(gold) - order + 1))
+        statistics += (mine.total(), theirs.total(), (mine & theirs).total())
+    return tuple(statistics)
+
+
+def copied(tokens: list[str]) -> list[str]:
+    """Equal tokens as distinct objects (the C code must compare contents, not identities);
+    one-character Latin-1 strings stay the interpreter's shared ones."""
+    return [
+        token.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass") for token in tokens
+    ]
+
+
+character_texts = st.one_of(
+    st.text(st.sampled_from(NGRAM_CHARACTERS[:2]), max_size=40),  # many repeats
+    st.text(st.sampled_from(NGRAM_CHARACTERS), max_size=40),
+    st.text(max_size=40),  # large alphabets
+)
+token_lists = st.one_of(
+    st.lists(st.sampled_from(NGRAM_TOKENS[:2]), max_size=30),
+    st.lists(st.sampled_from(NGRAM_TOKENS), max_size=30),
+    st.lists(st.text(max_size=3), max_size=30),
+).map(copied)
+orders = st.integers(0, 10)
+
+
+def test_the_metrics_use_the_ngram_matcher() -> None:
+    assert rouge_module.ngram_matches is _speedups.ngram_matches
+    assert rouge_module._compiled_ngram_matches is _speedups.ngram_matches
+    assert chrf_module._compiled_ngram_matches is _speedups.ngram_matches
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold", "max_order", "expected"),
+    [
+        ("abcab", "abab", 3, (5, 4, 4, 4, 3, 2, 3, 2, 0)),
+        ("aaaa", "aa", 3, (4, 2, 2, 3, 1, 1, 2, 0, 0)),  # clipped at the gold count
+        ("", "", 2, (0, 0, 0, 0, 0, 0)),
+        ("ab", "", 1, (2, 0, 0)),
+        ("ab", "ab", 0, ()),
+        (["x", "y"], ["y", "x", "y"], 3, (2, 3, 2, 1, 2, 1, 0, 1, 0)),
+        ([], ["a"], 2, (0, 1, 0, 0, 0, 0)),
+    ],
+)
+def test_ngram_matches_by_hand(
+    predicted: Sequence, gold: Sequence, max_order: int, expected: tuple
+) -> None:
+    assert _speedups.ngram_matches(predicted, gold, max_order) == expected
+    assert ngram_matches_python(predicted, gold, max_order) == expected
+
+
+@settings(max_examples=2000, deadline=None)
+@given(character_texts, character_texts, orders)
+def test_ngram_matches_on_characters_matches_python(
+    predicted: str, gold: str, max_order: int
+) -> None:
+    got = _speedups.ngram_matches(predicted, gold, max_order)
+    assert got == ngram_matches_python(predicted, gold, max_order)
+    assert got == counted_matches(predicted, gold, max_order)
+    assert type(got) is tuple and all(type(value) is int for value in got)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(token_lists, token_lists, orders)
+def test_ngram_matches_on_tokens_matches_python(
+    predicted: list[str], gold: list[str], max_order: int
+) -> None:
+    got = _speedups.ngram_matches(predicted, gold, max_order)
+    assert got == ngram_matches_python(predicted, gold, max_order)
+    assert got == counted_matches(predicted, gold, max_order)
+
+
+@pytest.mark.parametrize("wide", ["", "é", "\u4e2d", "\U0001f600"])
+@pytest.mark.parametrize(
+    ("predicted_length", "gold_length"), [(128, 128), (128, 129), (3000, 2000)]
+)
+def test_ngram_matches_beyond_the_stack_buffer(
+    wide: str, predicted_length: int, gold_length: int
+) -> None:
+    """Two texts of 256 items in all fit the C stack buffer, 257 do not; all-equal items, a
+    small alphabet, and an alphabet as large as the text."""
+    rng = random.Random(predicted_length + gold_length)
+    alphabets = ["a", "ab" + wide, [chr(0x4E00 + i) for i in range(6000)] + [wide or "z"]]
+    for alphabet in alphabets:
+        predicted = "".join(rng.choices(alphabet, k=predicted_length))
+        gold = "".join(rng.choices(alphabet, k=gold_length))
+        for max_order in (1, 4, 10):
+            expected = ngram_matches_python(predicted, gold, max_order)
+            assert _speedups.ngram_matches(predicted, gold, max_order) == expected
+            tokens = copied(list(predicted)), copied(list(gold))
+            assert _speedups.ngram_matches(*tokens, max_order) == expected
+        assert _speedups.ngram_matches(predicted, predicted, 3)[2::3] == tuple(
+            max(predicted_length - order + 1, 0) for order in (1, 2, 3)
+        )
+
+
+def test_ngram_matches_orders_beyond_the_lengths() -> None:
+    assert _speedups.ngram_matches("ab", "abc", 5) == (2, 3, 2, 1, 2, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0)
+    assert _speedups.ngram_matches("ab", "cd", 400) == (2, 2, 0, 1, 1, 0) + (0,) * 1194
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(max_size=30), st.lists(st.text(max_size=30), min_size=1, max_size=3), st.integers(0, 2)
+)
+def test_chrf_counts_the_same_with_and_without_the_extension(
+    prediction: str, targets: list[str], word_order: int
+) -> None:
+    """The compiled pair-by-pair statistics equal the numpy / Counter path's, every order."""
+    metric = Chrf(char_order=max(1, 6 - word_order), word_order=word_order)
+    compiled = metric._candidate_statistics(prediction, tuple(targets))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chrf_module, "_compiled_ngram_matches", None)
+        assert metric._candidate_statistics(prediction, tuple(targets)) == compiled
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=40), st.lists(st.text(max_size=40), min_size=1, max_size=3), st.integers(1, 5)
+)
+def test_rouge_n_scores_the_same_with_and_without_the_extension(
+    prediction: str, targets: list[str], n: int
+) -> None:
+    metrics = [RougeN(n=n, measure=measure) for measure in "prf"]
+    compiled = [metric(prediction, targets) for metric in metrics]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rouge_module, "_compiled_ngram_matches", None)
+        assert [metric(prediction, targets) for metric in metrics] == compiled
+
+
+def test_ngram_matches_wrong_argument_count_names_the_function() -> None:
+    with pytest.raises(TypeError, match="ngram_matches"):
+        _speedups.ngram_matches("ab", "ab")  # type: ignore[call-arg]
+
+
+def test_ngram_matches_leaks_no_memory() -> None:
+    """Heap blocks (long texts), result tuples and the calls passed on to the reference are
+    released: repeated calls keep the traced memory flat."""
+    long_text = "the cat sat on the mat " * 40
+    tokens = long_text.split()
+
+    def calls() -> None:
+        for _ in range(300):
+            _speedups.ngram_matches(long_text, long_text[::-1], 6)
+            _speedups.ngram_matches(tokens, tokens[::-1], 4)
+            _speedups.ngram_matches("ab", "ba", 2)
+            _speedups.ngram_matches(tuple(tokens[:5]), tokens[:5], 2)  # the reference
+            _speedups.ngram_matches([*tokens[:5], 1], tokens[:5], 2)  # the reference too
+
+    calls()
+    tracemalloc.start()
+    try:
+        calls()
+        before = tracemalloc.get_traced_memory()[0]
+        calls()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert after - before < 10_000
+
+
+_NGRAM_CASES = """
+from reward_plugins.metrics.rouge import ngram_matches_python
+
+
+class Loose(str):
+    '''Equal to every string, with one hash: the reference then matches everything.'''
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 1
+
+
+class Unequal(str):
+    def __eq__(self, other):
+        return False
+
+    def __hash__(self):
+        return 2
+
+
+class Measured(list):
+    def __len__(self):
+        return 10**6
+
+    def __getitem__(self, index):
+        return ["zz"] * 3 if isinstance(index, slice) else "zz"
+
+
+class Shouting(str):
+    def __getitem__(self, index):
+        return "X"
+
+    def __iter__(self):
+        return iter("XYZ")
+
+    def __len__(self):
+        return 3
+
+
+class Boom:
+    def __index__(self):
+        raise ValueError("no index")
+
+
+class Mutating(str):
+    '''Empties the list it is in when hashed (so when the reference counts it).'''
+
+    victim = None
+
+    def __hash__(self):
+        if Mutating.victim is not None:
+            Mutating.victim.clear()
+        return 3
+
+
+def mutating_case():
+    tokens = ["a", "b", Mutating("c"), "d"]
+    Mutating.victim = tokens
+    return (tokens, ["a", "b", "c"], 2)
+
+
+TOKENS = ["the", "cat", "\\U0001f600", "é", "the"]
+CASES = [
+    ("int item", lambda: ([*TOKENS, 1], TOKENS, 2)),
+    ("int item in gold", lambda: (TOKENS, [1, *TOKENS], 3)),
+    ("none item", lambda: ([None, "a"], ["a"], 1)),
+    ("bytes item", lambda: ([b"a", "a"], ["a"], 2)),
+    ("unhashable item", lambda: ([["a"], "a"], ["a"], 1)),
+    ("unhashable item late", lambda: (["a"] * 300 + [["a"]], ["a"], 1)),
+    ("loose subclass item", lambda: ([Loose("q"), "a"], ["a", "b"], 2)),
+    ("unequal subclass item", lambda: ([Unequal("a"), "a"], ["a", "a"], 1)),
+    ("mutating item", mutating_case),
+    ("tuples", lambda: (tuple(TOKENS), tuple(TOKENS), 2)),
+    ("tuple and list", lambda: (tuple(TOKENS), TOKENS, 2)),
+    ("str and list", lambda: ("thecat", TOKENS, 2)),
+    ("list subclass", lambda: (Measured(TOKENS), TOKENS, 2)),
+    ("str subclass", lambda: (Shouting("abc"), "XYZ", 2)),
+    ("str subclass gold", lambda: ("XYZ", Shouting("abc"), 3)),
+    ("bytes", lambda: (b"abc", b"abd", 2)),
+    ("none", lambda: (None, "abc", 1)),
+    ("ints", lambda: (5, 6, 1)),
+    ("order bool", lambda: ("aab", "ab", True)),
+    ("order float", lambda: ("aab", "ab", 2.0)),
+    ("order str", lambda: ("aab", "ab", "2")),
+    ("order none", lambda: ("aab", "ab", None)),
+    ("order negative", lambda: ("aab", "ab", -3)),
+    ("order index", lambda: ("aab", "ab", Boom())),
+    ("order zero", lambda: (TOKENS, TOKENS, 0)),
+]
+for name, args in CASES:
+    compare(f"ngram_matches {name}", _speedups.ngram_matches, ngram_matches_python, args)
+print("done", flush=True)
+"""
+
+
+def test_ngram_matches_on_other_types_matches_python() -> None:
+    """Lists holding a non-str, a str subclass with its own ``__eq__``/``__hash__`` or one that
+    empties its list when hashed, tuples, list and str subclasses, orders that are not an int
+    >= 0: the C twin gives the Python reference's value or exception type, and does not crash."""
+    assert _run_child(_NGRAM_CASES) == []

@@ -25,11 +25,14 @@ n-grams, reference n-grams, matches]`` per order (characters first, then words; 
 :meth:`Chrf.score_from_statistics` the score of a summed vector, so that
 ``score_from_statistics(sum of sentence_statistics)`` equals :meth:`Chrf.corpus_score`.
 
-Speed: n-grams are coded as integers in base V (V the alphabet of the call: code points, or word
-ids) with every digit >= 1, so codes of different orders differ too; the codes of a prediction and
-a reference are sorted together once, and the matches of every order follow from the group sizes
-(min(h, r) = (h + r - |h - r|) / 2) without a Python loop per n-gram. Where V**order would
-overflow int64, ``Counter`` over string slices counts instead (same numbers).
+Speed: where the package was built with a C compiler, each prediction-reference pair is counted by
+``reward_plugins._speedups.ngram_matches`` (:func:`reward_plugins.metrics.rouge.ngram_matches`: one
+hash-table pass per order, every order's counts in one call). Without it, n-grams are coded as
+integers in base V (V the alphabet of the call: code points, or word ids) with every digit >= 1, so
+codes of different orders differ too; the codes of a prediction and a reference are sorted together
+once, and the matches of every order follow from the group sizes (min(h, r) = (h + r - |h - r|) / 2)
+without a Python loop per n-gram. Where V**order would overflow int64, ``Counter`` over string
+slices counts instead (same numbers).
 
 References:
     Popović 2015, "chrF: character n-gram F-score for automatic MT evaluation"; Popović 2017,
@@ -57,6 +60,7 @@ from reward_plugins.metrics.base import (
     coerce_targets,
     statistics_vector,
 )
+from reward_plugins.metrics.rouge import _compiled_ngram_matches
 
 SACREBLEU = "sacrebleu"
 CHAR_ORDERS = range(0, 11)
@@ -222,6 +226,18 @@ def _matches(texts: Sequence[str] | Sequence[list[str]], max_order: int) -> list
     return matches
 
 
+def _pair_statistics(
+    predicted: str | list[str], gold: str | list[str], max_order: int
+) -> list[int]:
+    """``[prediction n-grams, reference n-grams, matches]`` per order 1..``max_order`` of one pair
+    (compiled counts), with sacrebleu's rule that an order the reference lacks counts no
+    prediction n-gram."""
+    statistics = list(_compiled_ngram_matches(predicted, gold, max_order))
+    for order in range(len(gold) + 1, max_order + 1):
+        statistics[3 * order - 3] = 0
+    return statistics
+
+
 def chrf_from_statistics(statistics: Sequence[int], beta: int, eps_smoothing: bool) -> float:
     """chrF on sacrebleu's 0-100 scale from ``[prediction, reference, matches]`` per order.
 
@@ -328,6 +344,8 @@ class Chrf(Metric):
         """One statistics list per target (sacrebleu's layout)."""
         if self.lowercase:
             prediction, targets = prediction.lower(), tuple(target.lower() for target in targets)
+        if _compiled_ngram_matches is not None:
+            return self._compiled_statistics(prediction, targets)
         texts = [prediction, *targets]
         characters = [self._characters(text) for text in texts]
         rows: list[list[int]] = [[] for _ in targets]
@@ -341,6 +359,18 @@ class Chrf(Metric):
             self._add_order_statistics(
                 rows, _matches(words, self.word_order), lengths, self.word_order
             )
+        return rows
+
+    def _compiled_statistics(self, prediction: str, targets: tuple[str, ...]) -> list[list[int]]:
+        """:meth:`_candidate_statistics` of (lower-cased) texts, pair by pair in C."""
+        characters = self._characters(prediction)
+        words = chrf_words(prediction) if self.word_order else None
+        rows = []
+        for target in targets:
+            row = _pair_statistics(characters, self._characters(target), self.char_order)
+            if words is not None:
+                row += _pair_statistics(words, chrf_words(target), self.word_order)
+            rows.append(row)
         return rows
 
     @staticmethod

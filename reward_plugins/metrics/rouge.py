@@ -24,13 +24,15 @@ nltk's Porter stemmer) and 0 when either side has no token. rouge-score's
 not ship; it is refused here (put one sentence per line instead).
 
 Speed: every text is tokenized once per call (the prediction is not re-tokenized per target, as
-rouge-score does); n-grams are tuples that ``zip`` builds from shifted token lists, and their
-overlap is counted with ``Counter``, ``filter``, ``map`` and set intersections (C loops, no
-Python loop per n-gram). LCS lengths come from rapidfuzz's bit-parallel ``LCSseq`` (Hyyro's
-algorithm); the LCS index sets of ROUGE-Lsum come from the same bit-parallel recurrence run on
-Python integers (one row per target-sentence token, kept for the traceback), read back along
-the path that rouge-score's table traceback takes, so the union (and so the score) is the same.
-``benchmarks/bench_rouge.py`` times them against rouge-score.
+rouge-score does). ROUGE-N counts with ``reward_plugins._speedups.ngram_matches`` where the package
+was built with a C compiler (one hash-table pass per order, no Python object per n-gram);
+:func:`ngram_matches_python` is its reference, and without the extension n-grams are tuples that
+``zip`` builds from shifted token lists, their overlap counted with ``Counter``, ``filter``, ``map``
+and set intersections (C loops, no Python loop per n-gram). LCS lengths come from rapidfuzz's
+bit-parallel ``LCSseq`` (Hyyro's algorithm); the LCS index sets of ROUGE-Lsum come from the same
+bit-parallel recurrence run on Python integers (one row per target-sentence token, kept for the
+traceback), read back along the path that rouge-score's table traceback takes, so the union (and so
+the score) is the same. ``benchmarks/bench_rouge.py`` times them against rouge-score.
 
 References:
     Lin 2004, "ROUGE: A Package for Automatic Evaluation of Summaries"; rouge-score 0.1.2
@@ -65,6 +67,11 @@ from reward_plugins.metrics.base import (
     reject_without_compat,
 )
 
+try:  # the C twin of ngram_matches_python, built at install time where a compiler is available
+    from reward_plugins._speedups import ngram_matches as _compiled_ngram_matches
+except ImportError:
+    _compiled_ngram_matches = None
+
 ROUGE_SCORE = "rouge_score"
 MEASURES = ("f", "p", "r")
 """``f``: F-measure (beta = 1), ``p``: precision, ``r``: recall."""
@@ -98,7 +105,7 @@ def _scores(hits: int, predicted_total: int, gold_total: int) -> Scores:
 
 
 # --- n-grams ---------------------------------------------------------------------------------
-def ngrams(tokens: list[str], n: int) -> Sequence[Hashable]:
+def ngrams(tokens: Sequence[Hashable], n: int) -> Sequence[Hashable]:
     """The n-grams of ``tokens`` in order: the tokens themselves for n = 1, tuples above.
 
     ``zip`` over shifted lists builds the tuples in C.
@@ -115,14 +122,22 @@ def ngrams(tokens: list[str], n: int) -> Sequence[Hashable]:
 
 
 class NGrams:
-    """The n-grams of one text in order (:func:`ngrams`), counted on first use."""
+    """The n-grams of one text in order (:func:`ngrams`), listed and counted on first use."""
 
-    __slots__ = ("_counts", "grams", "n")
+    __slots__ = ("_counts", "_grams", "n", "tokens")
 
-    def __init__(self, tokens: list[str], n: int) -> None:
+    def __init__(self, tokens: Sequence[Hashable], n: int) -> None:
+        self.tokens = tokens
         self.n = n
-        self.grams = ngrams(tokens, n)
+        self._grams: Sequence[Hashable] | None = None
         self._counts: Counter[Hashable] | None = None
+
+    @property
+    def grams(self) -> Sequence[Hashable]:
+        """The n-grams in order (listed once)."""
+        if self._grams is None:
+            self._grams = ngrams(self.tokens, self.n)
+        return self._grams
 
     @property
     def counts(self) -> Counter[Hashable]:
@@ -165,6 +180,42 @@ def ngram_overlap(predicted: NGrams, gold: NGrams) -> int:
     # min(s, l) = s - max(s - l, 0): subtract the counts on the small side above the large's.
     above = map(operator.sub, small.values(), map(large.get, small, repeat(0)))
     return sum(small.values()) - sum(filter((0).__lt__, above))
+
+
+def ngram_matches_python(
+    predicted: Sequence[Hashable], gold: Sequence[Hashable], max_order: int
+) -> tuple[int, ...]:
+    """N-gram counts and clipped matches of two sequences for every order n = 1 .. ``max_order``.
+
+    Flat, three numbers per order: ``(predicted n-grams, gold n-grams, matches)`` for n = 1,
+    then for n = 2, ... (sacrebleu's chrF layout); a sequence of length L has max(L - n + 1, 0)
+    n-grams, and matches is the sum over distinct n-grams of the smaller of their two counts.
+    The items are those of the sequences (the characters of a str, the tokens of a list).
+
+    The reference for ``_speedups.ngram_matches``, its C twin (exported here as
+    :data:`ngram_matches`), which reads two exact ``str`` or two lists of exact ``str`` and an
+    int ``max_order`` >= 0 itself and passes any other arguments here, so that the result, or
+    the exception, is this function's.
+
+    Example:
+        >>> ngram_matches_python("abcab", "abab", 3)
+        (5, 4, 4, 4, 3, 2, 3, 2, 0)
+        >>> ngram_matches_python("a b".split(), "b a b".split(), 2)
+        (2, 3, 2, 1, 2, 1)
+    """
+    statistics: list[int] = []
+    for order in range(1, max_order + 1):
+        predicted_grams, gold_grams = NGrams(predicted, order), NGrams(gold, order)
+        statistics += (
+            len(predicted_grams.grams),
+            len(gold_grams.grams),
+            ngram_overlap(predicted_grams, gold_grams),
+        )
+    return tuple(statistics)
+
+
+ngram_matches = ngram_matches_python if _compiled_ngram_matches is None else _compiled_ngram_matches
+""":func:`ngram_matches_python`, compiled where the C extension was built."""
 
 
 # --- LCS -------------------------------------------------------------------------------------
@@ -469,8 +520,14 @@ class RougeN(RougeMetric[NGrams]):
         return len(tokens), NGrams(tokens, self.n)
 
     def _pair(self, predicted: NGrams, gold: NGrams) -> Scores:
-        hits = ngram_overlap(predicted, gold)
-        return _scores(hits, len(predicted.grams), len(gold.grams))
+        if _compiled_ngram_matches is None:
+            hits = ngram_overlap(predicted, gold)
+            return _scores(hits, len(predicted.grams), len(gold.grams))
+        n = self.n
+        if n > len(predicted.tokens) or n > len(gold.tokens):  # no n-gram on one side
+            return _NONE_SHARED
+        statistics = _compiled_ngram_matches(predicted.tokens, gold.tokens, n)
+        return _scores(statistics[-1], statistics[-3], statistics[-2])
 
 
 class Rouge1(RougeN):
