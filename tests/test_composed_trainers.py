@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
-from test_trl import build_bigram_model, build_dataset, build_tokenizer, completion_text, gold_of
+from test_trl import build_dataset, completion_text, gold_of, run_grpo_step
 from verl.experimental.reward_loop.reward_manager.limited import RateLimitedRewardManager
 from verl.trainer.ppo.reward import load_reward_manager
 from verl_helpers import MIXED_SAMPLES, build_batch, compose, run_reward_loop, verl_reference_reward
@@ -149,40 +149,6 @@ def options_of(component: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in component.items() if k not in ("scorer", "weight", "as")}
 
 
-def run_grpo_step(tmp_path: Path, reward_funcs: list[Any], weights: list[float]) -> tuple[Any, Any]:
-    from trl import GRPOConfig, GRPOTrainer
-
-    calls = []
-
-    def record(prompts: list, completions: list, **columns: Any) -> list[float]:
-        calls.append((prompts, completions, columns))
-        return [0.0] * len(completions)
-
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=1,
-        per_device_train_batch_size=16,
-        num_generations=8,
-        max_completion_length=12,
-        use_cpu=True,
-        report_to="none",
-        logging_steps=1,
-        save_strategy="no",
-        seed=7,
-        reward_weights=[*weights, 0.0],
-    )
-    trainer = GRPOTrainer(
-        model=build_bigram_model(),
-        reward_funcs=[*reward_funcs, record],
-        args=args,
-        train_dataset=build_dataset(False, "ground_truth"),
-        processing_class=build_tokenizer(),
-    )
-    trainer.train()
-    ((_, completions, columns),) = calls
-    return trainer.state.log_history[0], (completions, columns)
-
-
 def test_trl_parity_with_reward_funcs_and_weights(tmp_path: Path) -> None:
     """Two real GRPOTrainer steps from the same seed: one with the composed reward alone, one
     with its components as TRL reward functions weighted by TRL's ``reward_weights``. Same
@@ -196,10 +162,10 @@ def test_trl_parity_with_reward_funcs_and_weights(tmp_path: Path) -> None:
         )
         for c in COMPONENTS
     ]
-    ours, (completions, columns) = run_grpo_step(tmp_path / "ours", [composed], [1.0])
-    trl, (trl_completions, _) = run_grpo_step(
-        tmp_path / "trl", singles, [c["weight"] for c in COMPONENTS]
-    )
+    dataset = build_dataset(False, "ground_truth")
+    ours, (_, completions, columns) = run_grpo_step(tmp_path / "ours", [composed], [1.0], dataset)
+    weights = [c["weight"] for c in COMPONENTS]
+    trl, (_, trl_completions, _) = run_grpo_step(tmp_path / "trl", singles, weights, dataset)
     assert trl_completions == completions
     assert ours["reward"] == pytest.approx(trl["reward"], abs=1e-6)
     assert ours["reward_std"] == pytest.approx(trl["reward_std"], abs=1e-6)

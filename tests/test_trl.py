@@ -151,6 +151,48 @@ def gold_of(row_columns: dict, index: int) -> list[str]:
 
 # ------------------------------------------------------------------ GRPOTrainer, end to end
 
+
+def run_grpo_step(
+    output_dir: Any, reward_funcs: list[Any], weights: list[float], dataset: Any
+) -> tuple[dict[str, Any], tuple[list, list, dict[str, Any]]]:
+    """One real GRPOTrainer step on CPU (seed 7, 16 completions of 12 tokens, 8 per prompt).
+
+    A last, zero-weighted reward function records exactly what TRL passed to the reward
+    functions. Returns the step's logged history and ``(prompts, completions, columns)``.
+    """
+    from trl import GRPOConfig, GRPOTrainer
+
+    calls = []
+
+    def record(prompts: list, completions: list, **columns: Any) -> list[float]:
+        calls.append((prompts, completions, columns))
+        return [0.0] * len(completions)
+
+    args = GRPOConfig(
+        output_dir=str(output_dir),
+        max_steps=1,
+        per_device_train_batch_size=16,
+        num_generations=8,
+        max_completion_length=12,
+        use_cpu=True,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        seed=7,
+        reward_weights=[*weights, 0.0],
+    )
+    trainer = GRPOTrainer(
+        model=build_bigram_model(),
+        reward_funcs=[*reward_funcs, record],
+        args=args,
+        train_dataset=dataset,
+        processing_class=build_tokenizer(),
+    )
+    trainer.train()
+    (call,) = calls
+    return trainer.state.log_history[0], call
+
+
 TRAINER_CASES = [
     # conversational prompts, verl-style reward_model column, data_source column, EM
     pytest.param(True, "reward_model", "compute_score", None, {}, id="chat-reward_model-em"),
@@ -179,38 +221,10 @@ def test_grpo_training_step_rewards_equal_verl(
     equal verl's reference scorer on the rollouts. The EM/answer metrics logged through TRL's
     ``log_metric`` hook equal verl's ``em_check``/``extract_solution`` on the same rollouts.
     """
-    from trl import GRPOConfig, GRPOTrainer
-
     reward = make_reward_func(scorer, data_source, **options)
-    calls = []
-
-    def record(prompts: list, completions: list, **columns: Any) -> list[float]:
-        calls.append((prompts, completions, columns))
-        return [0.0] * len(completions)
-
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=1,
-        per_device_train_batch_size=16,
-        num_generations=8,
-        max_completion_length=12,
-        use_cpu=True,
-        report_to="none",
-        logging_steps=1,
-        save_strategy="no",
-        seed=7,
-        reward_weights=[1.0, 0.0],
+    history, (prompts, completions, columns) = run_grpo_step(
+        tmp_path, [reward], [1.0], build_dataset(conversational, column)
     )
-    trainer = GRPOTrainer(
-        model=build_bigram_model(),
-        reward_funcs=[reward, record],
-        args=args,
-        train_dataset=build_dataset(conversational, column),
-        processing_class=build_tokenizer(),
-    )
-    trainer.train()
-
-    ((prompts, completions, columns),) = calls
     assert len(completions) == 16
     assert isinstance(completions[0], list) is conversational
     texts = [completion_text(c) for c in completions]
@@ -236,7 +250,6 @@ def test_grpo_training_step_rewards_equal_verl(
     )
     assert again == expected
 
-    history = trainer.state.log_history[0]
     name = f"reward_plugins_{scorer}"
     assert history[f"rewards/{name}/mean"] == pytest.approx(sum(expected) / len(expected), abs=1e-6)
     em = [
