@@ -1,5 +1,5 @@
 """The ``reward-plugins`` command: ``score``, ``report``, ``compare``, ``check``, ``recipe``,
-``list`` and ``path``.
+``list``, ``path`` and ``retriever``.
 
 Exit status: 0 on success; 1 when rows cannot be scored, ``compare`` refuses two outputs,
 ``check`` or ``recipe`` finds an invalid reward, or ``path`` finds no entry file; 2 for a usage
@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
@@ -37,6 +37,7 @@ from reward_plugins.rescore.files import (
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
     "openrlhf": "adapters/openrlhf_reward.py",
+    "tool-config": "data/tools/search.yaml",
 }
 """Entry files that ``reward-plugins path TARGET`` locates, relative to the package directory."""
 
@@ -187,6 +188,30 @@ def _parser() -> argparse.ArgumentParser:
     path = commands.add_parser("path", help="installed path of an integration entry file")
     path.add_argument("target", choices=sorted(ADAPTER_FILES))
     path.set_defaults(handler=_path, command_parser=path)
+
+    retriever = commands.add_parser(
+        "retriever", help="a BM25 retrieval server in Search-R1's protocol (needs [search])"
+    )
+    retriever_commands = retriever.add_subparsers(
+        dest="retriever_command", required=True, metavar="ACTION"
+    )
+    serve = retriever_commands.add_parser(
+        "serve",
+        help="answer POST /retrieve from a JSON Lines corpus until interrupted",
+        description="Index CORPUS with BM25 and answer Search-R1's POST /retrieve requests.",
+    )
+    serve.add_argument(
+        "--corpus",
+        type=Path,
+        metavar="CORPUS.jsonl",
+        help='{"id": str, "contents": "Title\\ntext"} per line (default: the shipped sample)',
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="(127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="(8000; 0: a free port)")
+    serve.add_argument(
+        "--topk", type=int, default=3, metavar="K", help="documents when a request says none (3)"
+    )
+    serve.set_defaults(handler=_retriever_serve, command_parser=serve)
     return parser
 
 
@@ -360,6 +385,29 @@ def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             1,
         )
     print(location)
+    return 0
+
+
+def _retriever_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins.errors import RewardPluginsError
+    from reward_plugins.retriever import BM25Index, make_server, sample_corpus_path
+
+    if args.topk < 1:
+        parser.error(f"--topk must be at least 1, got {args.topk}")
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be between 0 and 65535, got {args.port}")
+    corpus = args.corpus or sample_corpus_path()
+    try:
+        index = BM25Index.from_jsonl(corpus)
+        server = make_server(index, args.host, args.port, args.topk)
+    except (ImportError, RewardPluginsError) as error:
+        return _error(f"retriever serve: {error}", 2)
+    except OSError as error:
+        where = corpus if error.filename else f"{args.host}:{args.port}"
+        return _error(f"retriever serve: {where}: {error.strerror or error}", 2)
+    print(f"serving {len(index)} documents of {corpus} at {server.url}", flush=True)
+    with server, suppress(KeyboardInterrupt, _Terminated):  # how a server stops: no error
+        server.serve_forever()
     return 0
 
 

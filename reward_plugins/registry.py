@@ -56,6 +56,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "reward_plugins.plugins.search_r1",
     "reward_plugins.plugins.composed",
     "reward_plugins.plugins.shaping",
+    "reward_plugins.plugins.tool_agent",
 )
 WILDCARD = "*"
 """``data_sources="*"``: the scorer serves every data source, after exact registrations."""

@@ -27,14 +27,17 @@ SLOW_MODULES = frozenset(
         "test_composed_trainers.py",  # verl's reward-loop managers and TRL's GRPOTrainer
         "test_ray_connect.py",  # local Ray instances, unreachable Ray addresses
         "test_report_browser.py",  # a headless Chromium
+        "test_multiturn_config.py",  # verl's Hydra config, tool registry and reward managers
         "test_openrlhf.py",  # imports OpenRLHF (about 7 s), its reward executor
         "test_plugin_example.py",  # pip-installs the example plugin, then verl, TRL, OpenRLHF
+        "test_search_tool.py",  # verl's tool registry, local retrieval servers
         "test_trl.py",  # TRL's GRPOTrainer on a tiny model
         "test_verl_configs.py",  # Hydra composition of verl's trainer config, main_ppo runs
         "test_verl_legacy_managers.py",  # verl's legacy reward managers
         "test_verl_loading.py",  # verl's loaders, in fresh processes too
         "test_verl_ray.py",  # a local Ray cluster, verl's reward-loop workers
         "test_verl_reward_loop.py",  # verl's reward-loop managers
+        "test_tool_agent_loop.py",  # verl's ToolAgentLoop, a local retriever
     }
 )
 """Test modules whose every test is ``slow``."""

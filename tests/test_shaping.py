@@ -142,7 +142,8 @@ def test_measure_length_table(response: str, unit: Any, extract: Any, length: in
     st.integers(0, 400),
     st.integers(1, 200),
     st.integers(1, 200),
-    st.floats(0, 100, allow_nan=False) | st.sampled_from([0.0, 1.0]),
+    # no subnormal penalty: -exceed / buffer * 5e-324 underflows to 0
+    st.floats(0, 100, allow_nan=False, allow_subnormal=False) | st.sampled_from([0.0, 1.0]),
 )
 def test_overlong_penalty_properties(
     length: int, max_length: int, buffer: int, penalty: float

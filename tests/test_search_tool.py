@@ -1,0 +1,716 @@
+"""The BM25 retriever (``reward_plugins.retriever``) and the verl search tool
+(``reward_plugins.tools.SearchTool``), end to end over loopback HTTP; nothing is mocked.
+
+The servers are real: the package's retrieval server in a thread, and small scripted HTTP
+servers (silent, garbage, failing, counting) for the failure modes. The tool is loaded with
+verl's own ``initialize_tools_from_config`` from a copy of the shipped YAML, and is handed verl's
+own ``AgentData`` (``verl/experimental/agent_loop/tool_agent_loop.py``), as the agent loop does.
+Protocol: Search-R1 (github.com/PeterGriffinJin/Search-R1, search_r1/search/retrieval_server.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import doctest
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from verl.experimental.agent_loop.tool_agent_loop import AgentData
+from verl.tools.tool_registry import initialize_tools_from_config
+
+import reward_plugins.retriever as retriever_module
+import reward_plugins.tools.search as search_module
+from reward_plugins.cli import main as cli_main
+from reward_plugins.errors import InvalidInput, InvalidOption
+from reward_plugins.retriever import (
+    BM25Index,
+    RetrievalServer,
+    make_server,
+    read_corpus,
+    sample_corpus_path,
+)
+from reward_plugins.tools import SearchTool
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED_YAML = REPO / "reward_plugins" / "data" / "tools" / "search.yaml"
+
+PARIS = (
+    "Doc 1(Title: Paris) Paris is the capital of France and the largest city of the country. "
+    "The French capital lies on the river Seine and is known for the Eiffel Tower, the Louvre and "
+    "Notre-Dame cathedral.\n"
+    "Doc 2(Title: France) France is a republic in Western Europe bordered by Spain, Italy, Germany "
+    "and Belgium. Its currency is the euro and its official language is French.\n"
+    "Doc 3(Title: Tour de France) The Tour de France is an annual multi-stage bicycle race held "
+    "mainly on French roads, first run in 1903."
+)
+"""The tool's text for "What is the capital of France?" on the shipped sample, topk 3."""
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def post(url: str, body: bytes | Any, method: str = "POST") -> tuple[int, Any]:
+    """``(status, decoded JSON body)`` of one request; ``body`` bytes are sent as they are."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data if method == "POST" else None, method=method)
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def start(server: ThreadingHTTPServer) -> threading.Thread:
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return thread
+
+
+def stop(server: ThreadingHTTPServer) -> None:
+    server.shutdown()
+    server.server_close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def agent_data() -> AgentData:
+    """verl's own per-trajectory state object, as ToolAgentLoop builds it for a text prompt."""
+    return AgentData(
+        messages=[{"role": "user", "content": "What is the capital of France?"}],
+        image_data=[],
+        video_data=[],
+        audio_data=None,
+        mm_processor_kwargs=None,
+        metrics={},
+        request_id="request-0",
+        tools_kwargs={},
+    )
+
+
+def load_tool(tmp_path: Path, url: str, **config: Any) -> SearchTool:
+    """The tool as verl builds it: a copy of the shipped YAML with ``url`` and ``config``."""
+    tools_config = yaml.safe_load(SHIPPED_YAML.read_text())
+    tools_config["tools"][0]["config"].update({"retrieval_service_url": url, **config})
+    path = tmp_path / f"search_{len(list(tmp_path.glob('search_*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(tools_config))
+    (tool,) = initialize_tools_from_config(str(path))
+    assert isinstance(tool, SearchTool)
+    return tool
+
+
+async def call(tool: SearchTool, parameters: Any, data: Any = None) -> tuple[Any, float, dict]:
+    """create, execute, release: the sequence of verl's ToolAgentLoop._call_tool."""
+    instance_id, created = await tool.create(create_kwargs={})
+    assert created.is_empty()
+    try:
+        return await tool.execute(instance_id, parameters, agent_data=data)  # type: ignore[no-any-return]
+    finally:
+        await tool.release(instance_id)
+
+
+class Scripted(ThreadingHTTPServer):
+    """A real HTTP server whose every answer is ``respond(request_number)``:
+    ``(status, body bytes, delay s)``; it counts requests and the most it had in flight."""
+
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, respond: Callable[[int], tuple[int, bytes, float]]) -> None:
+        self.respond = respond
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _ScriptedHandler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/retrieve"
+
+
+class _ScriptedHandler(BaseHTTPRequestHandler):
+    server: Scripted
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        with self.server.lock:
+            self.server.requests += 1
+            number = self.server.requests
+            self.server.in_flight += 1
+            self.server.max_in_flight = max(self.server.max_in_flight, self.server.in_flight)
+        status, body, delay = self.server.respond(number)
+        time.sleep(delay)
+        with self.server.lock:
+            self.server.in_flight -= 1
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def scripted() -> Iterator[Callable[..., Scripted]]:
+    servers: list[Scripted] = []
+
+    def make(respond: Callable[[int], tuple[int, bytes, float]]) -> Scripted:
+        server = Scripted(respond)
+        start(server)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        stop(server)
+
+
+@pytest.fixture(scope="module")
+def sample_index() -> BM25Index:
+    return BM25Index.from_jsonl(sample_corpus_path())
+
+
+@pytest.fixture(scope="module")
+def server(sample_index: BM25Index) -> Iterator[RetrievalServer]:
+    server = make_server(sample_index, "127.0.0.1", 0, topk=3)
+    start(server)
+    yield server
+    stop(server)
+
+
+def titles(hits: list[tuple[dict[str, Any], float]]) -> list[str]:
+    return [document["contents"].split("\n")[0] for document, _ in hits]
+
+
+# --- the index ---------------------------------------------------------------------------------
+
+
+def test_sample_corpus_is_shipped_and_well_formed() -> None:
+    documents = read_corpus(sample_corpus_path())
+    assert 150 <= len(documents) <= 300
+    assert len({d["id"] for d in documents}) == len(documents)
+    for document in documents:
+        title, newline, text = document["contents"].partition("\n")
+        assert title and newline and text and "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is the capital of France?", ["Paris", "France", "Tour de France"]),
+        ("Who wrote Hamlet?", ["Hamlet", "William Shakespeare", "Ernest Hemingway"]),
+        ("Which river flows through Vienna?", ["Vienna", "Danube", "Prague"]),
+        ("Who painted the Mona Lisa?", ["Mona Lisa", "Leonardo da Vinci", "Louvre"]),
+        ("Which band recorded Abbey Road?", ["Abbey Road", "The Beatles", "Queen (band)"]),
+        ("What is the largest planet?", ["Jupiter", "Saturn", "Mercury (planet)"]),
+    ],
+)
+def test_sample_questions_find_their_passage_first(
+    sample_index: BM25Index, question: str, expected: list[str]
+) -> None:
+    (hits,) = sample_index.search([question], 3)
+    assert titles(hits) == expected
+    scores = [score for _, score in hits]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0
+
+
+def test_bm25_score_by_hand(tmp_path: Path) -> None:
+    # bm25s's default (Lucene) BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), and
+    # tf / (tf + k1 * (1 - b + b * dl / avgdl)), k1 = 1.5, b = 0.75 (no (k1 + 1) factor).
+    # Tokens: [paris, paris, capital, france] (4) and [vienna, danube, flows, through, vienna] (5).
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [
+        {"id": "p", "contents": "Paris\nParis is the capital of France."},
+        {"id": "v", "contents": "Vienna\nThe Danube flows through Vienna.", "url": "kept"},
+    ]
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in rows) + "\n")
+    index = BM25Index.from_jsonl(corpus)
+    assert len(index) == 2
+    idf = math.log(1 + (2 - 1 + 0.5) / (1 + 0.5))
+    capital = idf / (1 + 1.5 * (0.25 + 0.75 * 4 / 4.5))
+    vienna = idf * 2 / (2 + 1.5 * (0.25 + 0.75 * 5 / 4.5))
+    [[(document, score)]] = index.search(["the capital?"], 5)
+    assert document == rows[0] and score == pytest.approx(capital, rel=1e-6)
+    [[(document, score)]] = index.search(["VIENNA"], 1)
+    assert document == rows[1] and score == pytest.approx(vienna, rel=1e-6)
+    # topk above the corpus size is clipped; only documents sharing a term are returned
+    both = index.search(["paris vienna", "the of a", "", "zzz", "Paris ünïcödé"], 10)
+    assert [[d["id"] for d, _ in hits] for hits in both] == [["p", "v"], [], [], [], ["p"]]
+    assert index.search([], 3) == []
+
+
+@pytest.mark.parametrize(
+    ("queries", "topk", "message"),
+    [
+        ("paris", 3, "queries: expected a list of str"),
+        (["paris", 3], 3, "queries: expected a list of str"),
+        (["paris"], 0, "topk: expected an int of at least 1, got 0"),
+        (["paris"], True, "topk: expected an int of at least 1, got True"),
+        (["paris"], 2.0, "topk: expected an int of at least 1, got 2.0"),
+    ],
+)
+def test_search_rejects_bad_arguments(
+    sample_index: BM25Index, queries: Any, topk: Any, message: str
+) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        sample_index.search(queries, topk)
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['{"id": "1", "contents": "A\\nb"}', "not json"], "line 2: not a JSON object"),
+        (['["1", "A\\nb"]'], "line 1: a document is a JSON object, got list"),
+        (['{"contents": "A\\nb"}'], "line 1: the document has no 'id' field"),
+        (['{"id": 1, "contents": "A\\nb"}'], "line 1: the 'id' field must be a str, got int"),
+        (['{"id": "1"}'], "line 1: the document has no 'contents' field"),
+        (
+            ['{"id": "1", "contents": null}'],
+            "line 1: the 'contents' field must be a str, got NoneType",
+        ),
+        (
+            ['{"id": "1", "contents": "A"}', "", '{"id": "1", "contents": "B"}'],
+            "line 3: id '1' repeats line 1",
+        ),
+        (["", "  "], "the corpus has no documents"),
+    ],
+)
+def test_corpus_errors_name_the_line_and_field(
+    tmp_path: Path, lines: list[str], message: str
+) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        BM25Index.from_jsonl(corpus)
+
+
+def test_index_from_documents_checks_them() -> None:
+    with pytest.raises(InvalidInput, match=r"document 1: the 'contents' field must be a str"):
+        BM25Index([{"id": "a", "contents": "A\nb"}, {"id": "b", "contents": 3}])
+    with pytest.raises(InvalidInput, match="no documents"):
+        BM25Index([])
+    with pytest.raises(InvalidInput, match="no word to index: a b, the of"):
+        BM25Index([{"id": "a", "contents": "a b"}, {"id": "b", "contents": "the of"}])
+
+
+def test_retriever_imports_without_bm25s() -> None:
+    script = (
+        "import sys; sys.modules['bm25s'] = None\n"
+        "import reward_plugins.retriever as r\n"
+        "try:\n"
+        "    r.BM25Index([{'id': '1', 'contents': 'A\\nb'}])\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert result.stdout == (
+        "the BM25 retriever needs the bm25s package: pip install 'reward-plugins[search]'\n"
+    )
+
+
+def test_docstring_examples() -> None:
+    for module in (retriever_module, search_module):
+        failures, tried = doctest.testmod(module)
+        assert tried > 0 and failures == 0, module.__name__
+
+
+# --- the server --------------------------------------------------------------------------------
+
+
+def test_server_answers_in_search_r1_shape_with_scores(
+    server: RetrievalServer, sample_index: BM25Index
+) -> None:
+    queries = ["What is the capital of France?", "Who wrote Hamlet?"]
+    status, body = post(server.url, {"queries": queries, "topk": 2, "return_scores": True})
+    assert status == 200 and list(body) == ["result"] and len(body["result"]) == 2
+    expected = sample_index.search(queries, 2)
+    for hits, wanted in zip(body["result"], expected, strict=True):
+        assert [hit["document"] for hit in hits] == [document for document, _ in wanted]
+        assert [hit["score"] for hit in hits] == pytest.approx([s for _, s in wanted])
+        assert all(set(hit) == {"document", "score"} for hit in hits)
+    assert body["result"][0][0]["document"]["contents"].startswith("Paris\n")
+    assert set(body["result"][1][0]["document"]) == {"id", "contents"}
+
+
+def test_server_answers_documents_only_by_default(server: RetrievalServer) -> None:
+    status, body = post(server.url, {"queries": ["Who painted the Mona Lisa?"]})
+    assert status == 200
+    (documents,) = body["result"]
+    assert len(documents) == 3  # the server's topk
+    assert documents[0]["contents"].split("\n")[0] == "Mona Lisa"
+    assert all(set(document) == {"id", "contents"} for document in documents)
+    for topk, count in ((None, 3), (1, 1), (5, 5)):
+        request = {"queries": ["capital city"], "topk": topk, "return_scores": False}
+        status, body = post(server.url + "?x=1", request)
+        assert status == 200 and len(body["result"][0]) == count
+    assert post(server.url, {"queries": []}) == (200, {"result": []})
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (b"{not json", 400, "the body is not JSON"),
+        (b"\xff\xfe", 400, "the body is not JSON"),
+        (b"", 400, "the body is not JSON"),
+        (b"[]", 400, "the body must be a JSON object, got list"),
+        (b"{}", 400, "'queries' must be a list of strings, got missing"),
+        (b'{"queries": "paris"}', 400, "'queries' must be a list of strings, got a str"),
+        (b'{"queries": ["a", 1]}', 400, "'queries' must be a list of strings, got a list"),
+        (b'{"queries": ["a"], "topk": 0}', 400, "'topk' must be an integer of at least 1, got 0"),
+        (b'{"queries": ["a"], "topk": "3"}', 400, "'topk' must be an integer of at least 1"),
+        (b'{"queries": ["a"], "topk": true}', 400, "'topk' must be an integer of at least 1"),
+        (b'{"queries": ["a"], "return_scores": 1}', 400, "'return_scores' must be true or false"),
+    ],
+)
+def test_server_refuses_bad_requests(
+    server: RetrievalServer, body: bytes, status: int, message: str
+) -> None:
+    answered, error = post(server.url, body)
+    assert answered == status and list(error) == ["error"] and message in error["error"]
+
+
+def test_server_other_paths_and_methods(server: RetrievalServer) -> None:
+    root = server.url.removesuffix("/retrieve")
+    assert post(root + "/search", {"queries": ["a"]}) == (404, {"error": "no such path: /search"})
+    assert post(root + "/", b"", method="GET") == (404, {"error": "no such path: /"})
+    assert post(server.url, b"", method="GET") == (405, {"error": "use POST"})
+    with pytest.raises(InvalidInput, match="topk"):
+        make_server(BM25Index([{"id": "1", "contents": "Ab\ncd"}]), "127.0.0.1", 0, topk=0)
+
+
+# --- the tool ----------------------------------------------------------------------------------
+
+
+def test_tool_through_verls_loader_formats_like_search_r1(
+    tmp_path: Path, server: RetrievalServer
+) -> None:
+    tool = load_tool(tmp_path, server.url)
+    assert tool.name == "search"
+    schema = tool.get_openai_tool_schema().model_dump()
+    assert schema["function"]["parameters"]["required"] == ["query"]
+    data = agent_data()
+    response, reward, metrics = run(call(tool, {"query": "What is the capital of France?"}, data))
+    assert response.text == PARIS and reward == 0.0
+    assert metrics["queries"] == 1 and metrics["documents"] == 3 and metrics["attempts"] == 1
+    assert metrics["error"] is None and 0 < metrics["latency_s"] < 10
+    # a second call of the trajectory (two queries) accumulates
+    response, _, metrics = run(
+        call(tool, {"query_list": ["What is the capital of France?", "zzzz qqqq"]}, data)
+    )
+    assert response.text == PARIS + "\n---\nNo documents found."
+    assert metrics["documents"] == 3
+    assert data.extra_fields["search_queries"] == [
+        "What is the capital of France?",
+        "What is the capital of France?",
+        "zzzz qqqq",
+    ]
+    assert data.extra_fields["search_documents"] == [3, 3]
+    assert data.extra_fields["search_errors"] == [None, None]
+    latencies = data.extra_fields["search_latency_s"]
+    assert len(latencies) == 2 and all(0 < latency < 10 for latency in latencies)
+    assert set(data.extra_fields) == set(search_module.EXTRA_FIELDS)
+    # without agent_data nothing is recorded and nothing fails
+    response, _, _ = run(call(tool, {"query": "What is the capital of France?"}))
+    assert response.text == PARIS
+
+
+def test_tool_topk_and_instances(tmp_path: Path, server: RetrievalServer) -> None:
+    tool = load_tool(tmp_path, server.url, topk=1)
+    response, _, _ = run(call(tool, {"query": "Who wrote Hamlet?"}))
+    assert response.text == (
+        "Doc 1(Title: Hamlet) Hamlet is a tragedy written by William Shakespeare around 1600. "
+        "Prince Hamlet of Denmark seeks revenge on his uncle Claudius, who murdered his father."
+    )
+
+    async def lifecycle() -> tuple[str, str]:
+        given, _ = await tool.create("mine")
+        fresh, _ = await tool.create()
+        await tool.release(given)
+        await tool.release(given)  # a second release is harmless
+        await tool.release(fresh)
+        return given, fresh
+
+    given, fresh = run(lifecycle())
+    assert given == "mine" and fresh != "mine" and len(fresh) == 36
+    assert tool._instances == {}
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({}, 'give "query" (a string) or "query_list" (strings); got keys: none'),
+        ({"q": "paris"}, 'give "query" (a string) or "query_list" (strings); got keys: q'),
+        (
+            {"query": "a", "query_list": ["b"]},
+            'give "query" (a string) or "query_list" (strings); got keys: query, query_list',
+        ),
+        (
+            {"query": "paris", "topk": 5},
+            'give "query" (a string) or "query_list" (strings); got keys: query, topk',
+        ),
+        ({"query": 3}, '"query" must be a string, got int'),
+        ({"query": "  "}, "a query must not be empty"),
+        ({"query_list": []}, '"query_list" must be a non-empty list of strings'),
+        ({"query_list": "paris"}, '"query_list" must be a non-empty list of strings'),
+        ({"query_list": ["paris", None]}, '"query_list" must hold strings only'),
+        ("paris", "the arguments must be a JSON object, got str"),
+    ],
+)
+def test_tool_invalid_arguments_are_told_to_the_model(
+    tmp_path: Path, server: RetrievalServer, parameters: Any, message: str
+) -> None:
+    tool = load_tool(tmp_path, server.url)
+    data = agent_data()
+    response, reward, metrics = run(call(tool, parameters, data))
+    assert response.text == f"Search failed: invalid arguments: {message}."
+    assert reward == 0.0 and metrics["error"] == "invalid_arguments" and metrics["attempts"] == 0
+    assert data.extra_fields["search_errors"] == ["invalid_arguments"]
+    assert data.extra_fields["search_queries"] == [] and data.extra_fields["search_documents"] == [
+        0
+    ]
+
+
+def test_tool_times_out_on_a_silent_server(
+    tmp_path: Path, scripted: Callable[..., Scripted]
+) -> None:
+    silent = scripted(lambda number: (200, b'{"result": [[]]}', 3.0))
+    tool = load_tool(tmp_path, silent.url, timeout=0.4, retries=1, backoff=0.1)
+    data = agent_data()
+    began = time.perf_counter()
+    response, reward, metrics = run(call(tool, {"query": "paris"}, data))
+    elapsed = time.perf_counter() - began
+    assert response.text == "Search failed: no answer within 0.4 s, 2 attempts."
+    assert reward == 0.0 and metrics["error"] == "timeout" and metrics["attempts"] == 2
+    assert 0.4 * 2 + 0.1 <= elapsed < 0.4 * 2 + 0.1 + 1.0  # timeout x (retries + 1) + backoff
+    assert silent.requests == 2
+    assert data.extra_fields["search_errors"] == ["timeout"]
+    assert data.extra_fields["search_queries"] == ["paris"]
+
+
+def test_tool_on_a_refused_connection(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/retrieve"
+    tool = load_tool(tmp_path, url, retries=2, backoff=0.05)
+    began = time.perf_counter()
+    response, _, metrics = run(call(tool, {"query": "paris"}, agent_data()))
+    assert time.perf_counter() - began >= 0.05 + 0.1  # two backoffs: 0.05, then 0.1
+    assert response.text == (
+        "Search failed: cannot reach the search service (ClientConnectorError), 3 attempts."
+    )
+    assert metrics["error"] == "connection" and metrics["attempts"] == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "text", "kind", "requests"),
+    [
+        (200, b"<html>oops</html>", "the search service answered non-JSON", "bad_response", 1),
+        (200, b'{"result": "x"}', "expected a result list of 1 item(s)", "bad_response", 1),
+        (200, b'{"result": [[], []]}', "expected a result list of 1 item(s)", "bad_response", 1),
+        (200, b'{"docs": [[]]}', "expected a result list of 1 item(s)", "bad_response", 1),
+        (200, b"[1]", "expected a result list of 1 item(s)", "bad_response", 1),
+        (200, b'{"result": [{"id": "1"}]}', "a query's result is not a list", "bad_response", 1),
+        (
+            200,
+            b'{"result": [[{"document": {"id": "1"}, "score": 1}]]}',
+            "a document has no 'contents' string",
+            "bad_response",
+            1,
+        ),
+        (200, b'{"result": [["text"]]}', "a document has no 'contents' string", "bad_response", 1),
+        (400, b'{"error": "bad"}', "the search service answered HTTP 400", "http_status", 1),
+        (404, b"", "the search service answered HTTP 404", "http_status", 1),
+        (503, b"", "the search service answered HTTP 503, 3 attempts", "http_status", 3),
+        (429, b"", "the search service answered HTTP 429, 3 attempts", "http_status", 3),
+    ],
+)
+def test_tool_on_garbage_and_http_errors(
+    tmp_path: Path,
+    scripted: Callable[..., Scripted],
+    status: int,
+    body: bytes,
+    text: str,
+    kind: str,
+    requests: int,
+) -> None:
+    bad = scripted(lambda number: (status, body, 0.0))
+    tool = load_tool(tmp_path, bad.url, retries=2, backoff=0.01)
+    response, reward, metrics = run(call(tool, {"query": "paris"}, agent_data()))
+    assert response.text == f"Search failed: {text}."
+    assert reward == 0.0 and metrics["error"] == kind and metrics["attempts"] == requests
+    assert bad.requests == requests
+
+
+def test_tool_recovers_after_a_failed_attempt(
+    tmp_path: Path, scripted: Callable[..., Scripted]
+) -> None:
+    # the first answer is a 502, the second a Search-R1 answer without scores
+    answer = {"result": [[{"id": "9", "contents": "Vienna\nOn the Danube.\nSecond line."}]]}
+    flaky = scripted(
+        lambda number: (502, b"", 0.0) if number == 1 else (200, json.dumps(answer).encode(), 0.0)
+    )
+    tool = load_tool(tmp_path, flaky.url, retries=1, backoff=0.01)
+    response, _, metrics = run(call(tool, {"query": "vienna"}, agent_data()))
+    assert response.text == "Doc 1(Title: Vienna) On the Danube.\nSecond line."
+    assert metrics["attempts"] == 2 and metrics["error"] is None and flaky.requests == 2
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_tool_keeps_at_most_max_concurrency_requests_in_flight(
+    tmp_path: Path, scripted: Callable[..., Scripted], limit: int
+) -> None:
+    answer = json.dumps({"result": [[{"document": {"id": "1", "contents": "T\nx"}, "score": 1}]]})
+    counting = scripted(lambda number: (200, answer.encode(), 0.15))
+    tool = load_tool(tmp_path, counting.url, max_concurrency=limit)
+
+    async def many() -> list[Any]:
+        return await asyncio.gather(*(call(tool, {"query": f"q{i}"}) for i in range(8)))
+
+    for _ in range(2):  # a fresh event loop gets its own semaphore
+        results = run(many())
+        assert [response.text for response, _, _ in results] == ["Doc 1(Title: T) x"] * 8
+    assert counting.requests == 16 and counting.max_in_flight == limit
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"topk": 0}, "topk must be an int of at least 1, got 0 (int)"),
+        ({"topk": "3"}, "topk must be an int of at least 1, got '3' (str)"),
+        ({"retries": -1}, "retries must be an int of at least 0, got -1"),
+        ({"max_concurrency": True}, "max_concurrency must be an int of at least 1, got True"),
+        ({"timeout": 0}, "timeout must be a number of seconds above 0, got 0"),
+        ({"timeout": "30"}, "timeout must be a number of seconds above 0, got '30' (str)"),
+        ({"backoff": -0.5}, "backoff must be a number of seconds at least 0, got -0.5"),
+        ({"retrieval_service_url": "localhost:8000"}, "retrieval_service_url must be an http(s)"),
+        ({"top_k": 3}, "unknown config key(s) top_k; valid: backoff, max_concurrency"),
+    ],
+)
+def test_tool_config_is_checked(tmp_path: Path, config: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidOption, match=re.escape(message)):
+        load_tool(tmp_path, "http://127.0.0.1:1/retrieve", **config)
+
+
+def test_tool_defaults_without_config_or_schema() -> None:
+    tool = SearchTool({"type": "native"}, None)
+    assert tool.name == "search"
+    assert tool.settings == search_module.SearchSettings(
+        retrieval_service_url="http://127.0.0.1:8000/retrieve",
+        topk=3,
+        timeout=30.0,
+        retries=2,
+        backoff=0.5,
+        max_concurrency=16,
+    )
+    shipped = yaml.safe_load(SHIPPED_YAML.read_text())["tools"][0]
+    assert shipped["tool_schema"] == search_module.DEFAULT_SCHEMA
+    assert shipped["config"] == {"type": "native", **vars(tool.settings)}
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def test_cli_path_tool_config(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["path", "tool-config"]) == 0
+    printed = Path(capsys.readouterr().out.strip())
+    assert printed.is_file() and printed.name == "search.yaml"
+    assert printed.read_text() == SHIPPED_YAML.read_text()
+
+
+def test_cli_retriever_serve_answers(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [
+        {"id": "a", "contents": "Abbey Road\nAn album by the Beatles."},
+        {"id": "b", "contents": "Vienna\nThe Danube flows through it."},
+    ]
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    command = [sys.executable, "-m", "reward_plugins", "retriever", "serve"]
+    command += ["--corpus", str(corpus), "--port", "0", "--topk", "1"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.fullmatch(
+            rf"serving 2 documents of {re.escape(str(corpus))} at (http://127\.0\.0\.1:\d+/retrieve)\n",
+            line,
+        )
+        assert match, line
+        status, body = post(match[1], {"queries": ["who recorded abbey road", "danube"]})
+        assert status == 200 and body == {"result": [[rows[0]], [rows[1]]]}
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    # SIGTERM is how a server is stopped: exit 0, nothing on stderr
+    assert process.returncode == 0 and process.stderr is not None
+    assert process.stderr.read() == ""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["--corpus", "missing.jsonl"],
+            "retriever serve: missing.jsonl: No such file or directory",
+        ),
+        (["--topk", "0"], "retriever serve: --topk must be at least 1, got 0"),
+        (["--port", "-1"], "retriever serve: --port must be between 0 and 65535, got -1"),
+    ],
+)
+def test_cli_retriever_serve_errors(tmp_path: Path, arguments: list[str], message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "reward_plugins", "retriever", "serve", *arguments],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"reward-plugins: error: {message}")
+
+
+def test_cli_retriever_serve_bad_corpus_line(tmp_path: Path) -> None:
+    corpus = tmp_path / "bad.jsonl"
+    corpus.write_text('{"id": "1", "contents": "A\\nb"}\n{"id": "2", "contents": 5}\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "reward_plugins", "retriever", "serve", "--corpus", str(corpus)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"reward-plugins: error: retriever serve: {corpus} line 2: the 'contents' field must be "
+        "a str, got int\n"
+    )
