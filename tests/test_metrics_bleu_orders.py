@@ -236,7 +236,8 @@ def test_intl_without_regex_raises_import_error(monkeypatch: pytest.MonkeyPatch)
 
 
 # --- sacrebleu's published vectors ----------------------------------------------------------
-# github.com/mjpost/sacrebleu test/test_sentence_bleu.py (example from sacrebleu issue 98):
+# github.com/mjpost/sacrebleu test/test_sentence_bleu.py (its example from
+# https://github.com/mjpost/sacrebleu/issues/98):
 # BLEU(tokenize=tok, smooth_method=..., lowercase=..., effective_order=True).sentence_score,
 # 0-100, checked there to 1e-3.
 _REF = "producţia de zahăr brut se exprimă în zahăr alb;"
