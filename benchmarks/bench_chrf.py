@@ -36,42 +36,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sacrebleu.metrics import BLEU, CHRF
+from texts import VOCABULARY, WEIGHTS, edited, prose, report, seconds_per_case
 
 from reward_plugins.metrics import Bleu, Chrf
 
 Case = tuple[str, list[str]]
-_SYLLABLES = ("ka", "lo", "mi", "ter", "son", "ra", "vin", "de", "al", "po", "us", "ne", "tri")
 _CHRF_GOAL = 5.0
 _BLEU_GOAL = 1.0
 
 
-def _vocabulary(size: int) -> list[str]:
-    rng = random.Random(0)
-    words = {"".join(rng.choices(_SYLLABLES, k=rng.randint(1, 4))) for _ in range(size * 2)}
-    return sorted(words)[:size]
-
-
-_VOCABULARY = _vocabulary(5000)
-_WEIGHTS = [1.0 / (rank + 1) for rank in range(len(_VOCABULARY))]
 # Chinese-like text: 3,000 ideographs from the CJK block, Zipf-distributed.
 _IDEOGRAPHS = [chr(0x4E00 + 7 * index) for index in range(3000)]
 _IDEOGRAPH_WEIGHTS = [1.0 / (rank + 1) for rank in range(len(_IDEOGRAPHS))]
-
-
-def _prose(words: list[str], rng: random.Random) -> str:
-    """Words as prose: capitals after a period, some numbers, commas and periods."""
-    pieces: list[str] = []
-    for word in words:
-        if not pieces or pieces[-1].endswith("."):
-            word = word.capitalize()
-        if rng.random() < 0.04:
-            word = str(rng.randint(1, 2000))
-        if rng.random() < 0.08:
-            word += ","
-        elif rng.random() < 0.06:
-            word += "."
-        pieces.append(word)
-    return " ".join(pieces) + "."
 
 
 def _chinese(words: list[str], rng: random.Random) -> str:
@@ -87,22 +63,6 @@ def _chinese(words: list[str], rng: random.Random) -> str:
     return "".join(pieces).strip() + "\u3002"
 
 
-def _edited(words: list[str], draw: Callable[[], str], rng: random.Random) -> list[str]:
-    """``words`` with about a third substituted, dropped or followed by an inserted word."""
-    edited: list[str] = []
-    for word in words:
-        roll = rng.random()
-        if roll < 0.12:
-            edited.append(draw())
-        elif roll < 0.22:
-            continue
-        elif roll < 0.32:
-            edited += [word, draw()]
-        else:
-            edited.append(word)
-    return edited
-
-
 def make_cases(
     count: int, tokens: int | tuple[int, int], targets: int | tuple[int, int], seed: int, *,
     chinese: bool = False,
@@ -116,48 +76,18 @@ def make_cases(
     def draw() -> str:
         if chinese and rng.random() < 0.95:
             return rng.choices(_IDEOGRAPHS, _IDEOGRAPH_WEIGHTS)[0]
-        return rng.choices(_VOCABULARY, _WEIGHTS)[0]
+        return rng.choices(VOCABULARY, WEIGHTS)[0]
 
-    render = _chinese if chinese else _prose
+    render = _chinese if chinese else prose
     cases = []
     for _ in range(count):
         size = tokens if isinstance(tokens, int) else rng.randint(*tokens)
         golds = targets if isinstance(targets, int) else rng.randint(*targets)
         words = [draw() for _ in range(size)]
         cases.append(
-            (render(words, rng), [render(_edited(words, draw, rng), rng) for _ in range(golds)])
+            (render(words, rng), [render(edited(words, draw, rng), rng) for _ in range(golds)])
         )
     return cases
-
-
-def seconds_per_case(
-    scorers: Sequence[Callable[[Case], object]], cases: Callable[[int], list[Case]], repeats: int
-) -> list[float]:
-    """Per scorer, its fastest mean CPU time per case over ``repeats`` passes.
-
-    Each pass makes fresh cases (``cases(seed)``) and lets every scorer score all of them in
-    turn, the order rotating between passes.
-    """
-    best = [float("inf")] * len(scorers)
-    for repeat in range(repeats):
-        batch = cases(1000 + repeat)
-        for step in range(len(scorers)):
-            index = (step + repeat) % len(scorers)
-            start = time.process_time()
-            for case in batch:
-                scorers[index](case)
-            best[index] = min(best[index], (time.process_time() - start) / len(batch))
-    return best
-
-
-def report(label: str, reference_s: float, ours_s: float, goal: float) -> None:
-    """Print one side-by-side row with the goal's verdict."""
-    ratio = reference_s / ours_s
-    verdict = "met" if ratio >= goal else "MISSED"
-    print(
-        f"{label:<46} {reference_s * 1e3:10.3f} ms {ours_s * 1e3:9.3f} ms {ratio:7.1f}x"
-        f"  (goal >= {goal:g}x: {verdict})"
-    )
 
 
 def check_equal(

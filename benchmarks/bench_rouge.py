@@ -27,71 +27,31 @@ from __future__ import annotations
 import argparse
 import functools
 import random
-import time
 from collections.abc import Callable, Sequence
 
 from rouge_score.rouge_scorer import RougeScorer
+from texts import VOCABULARY, WEIGHTS, edited, prose, report, seconds_per_case
 
 from reward_plugins.metrics import Rouge1, Rouge2, RougeLsum, RougeN
 from reward_plugins.metrics.rouge import RougeMetric
 
 Case = tuple[str, list[str]]
-_SYLLABLES = ("ka", "lo", "mi", "ter", "son", "ra", "vin", "de", "al", "po", "us", "ne", "tri")
 _GOALS = {"rougeLsum": 1.0}
 _N_GOAL = 5.0
-
-
-def _vocabulary(size: int) -> list[str]:
-    rng = random.Random(0)
-    words = {"".join(rng.choices(_SYLLABLES, k=rng.randint(1, 4))) for _ in range(size * 2)}
-    return sorted(words)[:size]
-
-
-_VOCABULARY = _vocabulary(5000)
-_WEIGHTS = [1.0 / (rank + 1) for rank in range(len(_VOCABULARY))]
-
-
-def _prose(words: list[str], rng: random.Random, line_per_sentence: bool) -> str:
-    """Words as prose: capitals after a period, some numbers, commas and periods."""
-    pieces: list[str] = []
-    for word in words:
-        if not pieces or pieces[-1].endswith("."):
-            word = word.capitalize()
-        if rng.random() < 0.04:
-            word = str(rng.randint(1, 2000))
-        if rng.random() < 0.08:
-            word += ","
-        elif rng.random() < 0.06:
-            word += "."
-        pieces.append(word)
-    text = " ".join(pieces) + "."
-    return text.replace(". ", ".\n") if line_per_sentence else text
-
-
-def _edited(words: list[str], rng: random.Random) -> list[str]:
-    """``words`` with about a third substituted, dropped or followed by an inserted word."""
-    edited: list[str] = []
-    for word in words:
-        roll = rng.random()
-        if roll < 0.12:
-            edited.append(rng.choices(_VOCABULARY, _WEIGHTS)[0])
-        elif roll < 0.22:
-            continue
-        elif roll < 0.32:
-            edited += [word, rng.choices(_VOCABULARY, _WEIGHTS)[0]]
-        else:
-            edited.append(word)
-    return edited
 
 
 def make_cases(count: int, tokens: int, targets: int, seed: int, lines: bool) -> list[Case]:
     """``count`` cases: a prediction of ``tokens`` words and ``targets`` edited copies of it."""
     rng = random.Random(seed)
+
+    def draw() -> str:
+        return rng.choices(VOCABULARY, WEIGHTS)[0]
+
     cases = []
     for _ in range(count):
-        words = rng.choices(_VOCABULARY, _WEIGHTS, k=tokens)
-        golds = [_prose(_edited(words, rng), rng, lines) for _ in range(targets)]
-        cases.append((_prose(words, rng, lines), golds))
+        words = rng.choices(VOCABULARY, WEIGHTS, k=tokens)
+        golds = [prose(edited(words, draw, rng), rng, lines) for _ in range(targets)]
+        cases.append((prose(words, rng, lines), golds))
     return cases
 
 
@@ -103,36 +63,6 @@ def check_equal(rouge_type: str, scorer: RougeScorer, metrics: Sequence[RougeMet
             expected = scorer.score_multi(golds, prediction)[rouge_type]
             ours = [metric(prediction, golds) for metric in metrics]
             assert ours == list(expected), (rouge_type, prediction, golds, ours, expected)
-
-
-def seconds_per_case(
-    scorers: Sequence[Callable[[Case], float]], cases: Callable[[int], list[Case]], repeats: int
-) -> list[float]:
-    """Per scorer, its fastest mean CPU time per case over ``repeats`` passes.
-
-    Each pass makes fresh cases (``cases(seed)``) and lets every scorer score all of them in
-    turn, the order rotating between passes.
-    """
-    best = [float("inf")] * len(scorers)
-    for repeat in range(repeats):
-        batch = cases(1000 + repeat)
-        for step in range(len(scorers)):
-            index = (step + repeat) % len(scorers)
-            start = time.process_time()
-            for case in batch:
-                scorers[index](case)
-            best[index] = min(best[index], (time.process_time() - start) / len(batch))
-    return best
-
-
-def report(label: str, reference_s: float, ours_s: float, goal: float) -> None:
-    """Print one side-by-side row with the goal's verdict."""
-    ratio = reference_s / ours_s
-    verdict = "met" if ratio >= goal else "MISSED"
-    print(
-        f"{label:<44} {reference_s * 1e3:10.3f} ms {ours_s * 1e3:9.3f} ms {ratio:7.1f}x"
-        f"  (goal >= {goal:g}x: {verdict})"
-    )
 
 
 def _metrics(rouge_type: str, use_stemmer: bool) -> list[RougeMetric]:
@@ -181,7 +111,7 @@ def main() -> None:
                 reference_s, ours_s = seconds_per_case([theirs, ours], cases, args.repeats)
                 stem = "+stem" if use_stemmer else ""
                 label = f"{rouge_type}{stem}, {tokens} words, {targets} target(s)"
-                report(label, reference_s, ours_s, _GOALS.get(rouge_type, _N_GOAL))
+                report(label, reference_s, ours_s, _GOALS.get(rouge_type, _N_GOAL), width=44)
 
 
 if __name__ == "__main__":
