@@ -360,37 +360,37 @@ def _format_outcome(
         max_answer_words=max_answer_words,
         reject_empty_gold=reject_empty_gold,
     )
-    retrieval_hit = valid and _retrieval_hit(
-        solution_str, golds, information_tag, normalizer, subem_word_boundary, reject_empty_gold
+    hit = valid and retrieval_hit(
+        find_tag_spans(solution_str, information_tag),
+        golds,
+        normalizer,
+        subem_word_boundary,
+        reject_empty_gold,
     )
     correct = answer is not None and comparison.em and not comparison.too_long
     if correct:
         reward = score if valid else score - structure_format_score
-    elif valid and retrieval_hit:
+    elif valid and hit:
         reward = structure_format_score + retrieval_score
     elif valid:
         reward = structure_format_score
     else:
         reward = 0 if answer is None else final_format_score
     outcome = _Outcome(reward, answer, max(tag_counts), comparison, correct, False)
-    return outcome, valid, retrieval_hit
+    return outcome, valid, hit
 
 
-def _retrieval_hit(
-    text: str,
+def retrieval_hit(
+    blocks: Iterable[str],
     golds: Golds,
-    information_tag: str,
     normalizer: str,
     word_boundary: bool,
     reject_empty_gold: bool,
 ) -> bool:
-    """A normalized gold inside a normalized information block (under the SubEM guards)."""
+    """A normalized gold inside a normalized retrieved block (under the SubEM guards)."""
     normalize = get_normalizer(normalizer)
     index = gold_index(golds, normalizer, reject_empty_gold)
-    return any(
-        subem_match(normalize(block.strip()), index, word_boundary)
-        for block in find_tag_spans(text, information_tag)
-    )
+    return any(subem_match(normalize(block.strip()), index, word_boundary) for block in blocks)
 
 
 @scorer("compute_score_format", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer)

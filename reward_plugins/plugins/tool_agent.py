@@ -33,7 +33,6 @@ from typing import Any, Literal
 
 from reward_plugins.errors import InvalidOption
 from reward_plugins.groundtruth import Golds
-from reward_plugins.metrics.qa import gold_index, subem_match
 from reward_plugins.options import PositiveInt, Score
 from reward_plugins.plugins.search_r1 import (
     _check_normalizer,
@@ -42,10 +41,10 @@ from reward_plugins.plugins.search_r1 import (
     _qa_outcome,
     _qa_result,
     _with_options,
+    retrieval_hit,
 )
 from reward_plugins.registry import WILDCARD, scorer
-from reward_plugins.text import get_normalizer
-from reward_plugins.tool_trajectory import ToolCall, Trajectory, parse_trajectory
+from reward_plugins.tool_trajectory import ToolCall, parse_trajectory
 
 SHIPPED_TOOL_CONFIG = Path(__file__).resolve().parent.parent / "data" / "tools" / "search.yaml"
 """The tool YAML that ships with the package (the ``search`` tool); the default ``tool_config``."""
@@ -111,21 +110,6 @@ def call_error(call: ToolCall, tools: Mapping[str, frozenset[str]]) -> str | Non
         return f"undeclared tool {call.name!r}"
     missing = sorted(required - set(call.arguments or ()))
     return f"missing argument(s) {', '.join(missing)}" if missing else None
-
-
-def _retrieval_hit(
-    trajectory: Trajectory, golds: Golds, normalizer: str, word_boundary: bool, reject: bool
-) -> bool:
-    """A normalized gold inside a normalized tool response (one the model did not write itself:
-    Search-R1's injected ``<information>`` counts, a ``<tool_response>`` in an assistant turn
-    does not)."""
-    normalize = get_normalizer(normalizer)
-    index = gold_index(golds, normalizer, reject)
-    return any(
-        subem_match(normalize(response.text.strip()), index, word_boundary)
-        for response in trajectory.responses
-        if response.kind == "information" or response.role != "assistant"
-    )
 
 
 def _tool_reward_sum(extra_info: Mapping[str, Any] | None) -> float:
@@ -207,8 +191,14 @@ def score_tool(
     tools = declared_tools(tool_config)
     calls = trajectory.calls
     invalid = sum(call_error(call, tools) is not None for call in calls)
-    hit = _retrieval_hit(
-        trajectory,
+    # Responses verl put there: Search-R1's injected <information> counts, a <tool_response>
+    # the model wrote in its own turn does not.
+    hit = retrieval_hit(
+        (
+            response.text
+            for response in trajectory.responses
+            if response.kind == "information" or response.role != "assistant"
+        ),
         golds,
         qa_options.get("normalizer", "squad"),
         qa_options.get("subem_word_boundary", False),
