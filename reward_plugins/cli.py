@@ -165,9 +165,24 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         help="check the reward of a verl config (scorer, options, recipe) before a run",
         description="Read the reward keys of a verl config file (and the files of this "
-        "directory its defaults list names) and check the scorer and its reward_kwargs.",
+        "directory its defaults list names), check that the verl version and entry point read "
+        "those keys (else verl would silently train on its built-in scorer), then check the "
+        "scorer and its reward_kwargs.",
     )
     check.add_argument("config", type=Path, metavar="CONFIG.yaml")
+    check.add_argument(
+        "--verl",
+        metavar="VERSION",
+        help="the verl version to check for (default: the installed verl's; which reward keys "
+        "verl reads depends on it)",
+    )
+    check.add_argument(
+        "--entry",
+        choices=("main_ppo", "main_ppo_sync"),
+        default="main_ppo",
+        help="the trainer run as python -m verl.trainer.ENTRY (default: main_ppo; "
+        "main_ppo_sync exists only in verl 0.8.x)",
+    )
     check.set_defaults(handler=_check, command_parser=check)
 
     recipe = commands.add_parser("recipe", help="composed-reward recipes: list, GDPO keys")
@@ -303,17 +318,42 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from reward_plugins.errors import RewardPluginsError
     from reward_plugins.plugins.composed import recipe_of
     from reward_plugins.router import check_options
-    from reward_plugins.verl_config import verl_reward
+    from reward_plugins.verl_config import (
+        RewardNotRead,
+        installed_verl_version,
+        parse_verl_version,
+        reward_keys_read,
+        verl_reward,
+    )
 
+    verl = args.verl if args.verl is not None else installed_verl_version()
+    if verl is not None:
+        try:
+            parse_verl_version(verl)
+        except ValueError as error:
+            given = "--verl" if args.verl is not None else "the installed verl"
+            parser.error(f"{given}: {error}")
+        try:
+            reward_keys_read(verl, args.entry)
+        except ValueError as error:
+            parser.error(f"--entry {args.entry}: {error}")
+    elif args.entry != "main_ppo":
+        parser.error(f"--entry {args.entry}: verl is not installed; give --verl VERSION too")
     try:
-        where, scorer, options = verl_reward(args.config)
+        where, scorer, options = verl_reward(args.config, verl, args.entry)
+    except RewardNotRead as error:
+        return _error(f"check: {error}", 1)
     except PathError as error:
         return _error(f"check: {error}", 2)
     try:
         check_options(scorer, None, options)
     except RewardPluginsError as error:
         return _error(f"check: {args.config}: {where}: {error}", 1)
-    print(f"{args.config}: ok: {where}.name={scorer}, reward_kwargs {options}")
+    if verl is None:
+        checked = "verl version unknown (verl is not installed; --verl VERSION checks its keys)"
+    else:
+        checked = f"read by verl {verl} verl.trainer.{args.entry}"
+    print(f"{args.config}: ok: {where}.name={scorer}, reward_kwargs {options}; {checked}")
     if scorer == COMPOSED_SCORER:
         recipe = recipe_of(**options)
         prefixes = ", ".join(f"{c.prefix} x {c.weight:g}" for c in recipe.components)
