@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reward_plugins.verl_config import parse_verl_version
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "matrix" / "results.json"
 RUNS = ROOT / "matrix" / "runs"
@@ -34,17 +36,13 @@ KINDS = {
 """The scoring rows, as the page names them."""
 
 
-def release(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
-
-
 def load() -> dict[str, Any]:
     return json.loads(RESULTS.read_text())
 
 
 def config_for(version: str) -> str:
     """The config the docs tell users of ``version`` to start from."""
-    if release(version) >= (0, 7, 1):
+    if parse_verl_version(version) >= (0, 7, 1):
         return "`configs/search_r1_grpo.yaml` (`pkg://reward_plugins`)"
     return "`configs/search_r1_grpo_legacy.yaml` (the entry file)"
 
@@ -129,7 +127,7 @@ def write_docs(results: dict[str, Any]) -> None:
 def read_runs() -> dict[str, dict[str, Any]]:
     return {
         path.stem.removeprefix("verl-"): json.loads(path.read_text())
-        for path in sorted(RUNS.glob("verl-*.json"), key=lambda p: release(p.stem[5:]))
+        for path in sorted(RUNS.glob("verl-*.json"), key=lambda p: parse_verl_version(p.stem[5:]))
     }
 
 

@@ -47,6 +47,7 @@ from omegaconf import OmegaConf
 from verl_helpers import (
     LEGACY_CONFIG,
     MIXED_SAMPLES,
+    SHIPPED_CONFIGS,
     build_batch,
     build_tokenizer,
     compose,
@@ -54,10 +55,12 @@ from verl_helpers import (
     verl_reference_reward,
 )
 
+from reward_plugins.verl_config import parse_verl_version
+
 MATRIX_DIR = Path(__file__).resolve().parent
 RESULTS_FILE = MATRIX_DIR / "results.json"
 VERSION = verl.__version__
-RELEASE = tuple(int(part) for part in VERSION.split(".")[:3])
+RELEASE = parse_verl_version(VERSION)
 RECORDING = os.environ.get("MATRIX_RECORD") == "1"
 OUTCOMES: dict[str, str] = {}
 KWARGS_FORMAT_SCORE = 0.1
@@ -70,14 +73,7 @@ MIGRATES_LEGACY = (0, 7, 1) <= RELEASE < (0, 9, 0)
 """``main_ppo`` copies the legacy top-level keys over (until
 https://github.com/verl-project/verl/pull/6710)."""
 DOCUMENTED_CONFIGS = (
-    (
-        "search_r1_grpo",
-        "search_r1_ppo",
-        "recipe_search_r1_em",
-        "recipe_search_r1_shaped",
-        "recipe_qa_f1_shaped",
-        "search_r1_multiturn_grpo",
-    )
+    (*(name for name in SHIPPED_CONFIGS if name != LEGACY_CONFIG), "search_r1_multiturn_grpo")
     if NEW_KEYS
     else (LEGACY_CONFIG,)
 )

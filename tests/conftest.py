@@ -13,7 +13,9 @@ take. Their tests are then absent from the "deselected" count.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,16 @@ def repo_root() -> Path:
 def subprocess_env() -> dict[str, str]:
     """The environment for a child interpreter that must import this checkout's package."""
     return {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+
+
+@pytest.fixture
+def quiet_sacrebleu() -> Iterator[None]:
+    """sacrebleu warns on every sentence score without effective order; keep the log readable."""
+    logger = logging.getLogger("sacrebleu")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,7 @@ so.
 
 from __future__ import annotations
 
-import logging
 import sys
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -43,14 +41,7 @@ TOKENIZE = ("13a", "none", "intl", "char", "zh")
 SMOOTHING = ("exp", "none", "floor", "add-k")
 
 
-@pytest.fixture(autouse=True)
-def _quiet_sacrebleu() -> Iterator[None]:
-    """sacrebleu warns on every sentence score without effective order; keep the log readable."""
-    logger = logging.getLogger("sacrebleu")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
+pytestmark = pytest.mark.usefixtures("quiet_sacrebleu")
 
 
 # --- generated texts -------------------------------------------------------------------------

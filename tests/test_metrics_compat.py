@@ -8,7 +8,6 @@ seeded generator, a few thousand per test, so the suite stays deterministic and 
 from __future__ import annotations
 
 import collections
-import logging
 import random
 import re
 import string
@@ -37,14 +36,7 @@ from reward_plugins.text import tokenize_words
 TOLERANCE = 1e-9
 
 
-@pytest.fixture(autouse=True)
-def _quiet_sacrebleu() -> Iterator[None]:
-    """sacrebleu warns on every sentence score without effective order; keep the log readable."""
-    logger = logging.getLogger("sacrebleu")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
+pytestmark = pytest.mark.usefixtures("quiet_sacrebleu")
 
 
 # Tokens chosen to hit 13a rules, rouge-score's filter and stemmer, case, repeats and near misses.

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 from verl.trainer.ppo.reward import load_reward_manager
-from verl_helpers import Sample, build_batch, compose, run_reward_loop
+from verl_helpers import Sample, build_batch, compose, run_reward_loop, save_model_stub
 
 import reward_plugins
 from reward_plugins.plugins.tool_agent import SHIPPED_TOOL_CONFIG
@@ -83,20 +83,10 @@ def test_config_sets_what_the_tool_loop_needs() -> None:
 
 
 def test_config_passes_verl_validation(tmp_path: Path, tokenizer: Any) -> None:
-    from transformers import Qwen2Config
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        architectures=["Qwen2ForCausalLM"],
-    ).save_pretrained(tmp_path)
-    tokenizer.save_pretrained(tmp_path)
+    save_model_stub(tmp_path, tokenizer)
     config = composed(f"actor_rollout_ref.model.path={tmp_path}")
     validate_config(config, need_reference_policy(config), need_critic(config))
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 import doctest
 import itertools
 import re
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from timing import best_time
 
 import reward_plugins
 from reward_plugins import InvalidOption
@@ -566,15 +566,6 @@ def test_answer_list_penalty_follows_the_rule(answer: str, threshold: int, penal
     assert -penalty <= result["score"] <= 0
 
 
-def _best_time(function: Callable[[], object], repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 ADVERSARIAL_PIECES = (", ", "1,1", " o", " an", " or", "\t", "/", "a,", ",1")
 """Pieces that start a separator attempt at every position: commas next to digits (the look-
 arounds), whitespace followed by half an "or"/"and", and separators proper."""
@@ -591,8 +582,8 @@ def test_answer_list_penalty_is_linear_on_a_1_mib_adversarial_answer() -> None:
     small, large = _adversarial_answer(128 * 1024), _adversarial_answer(1024 * 1024)
     result = call("answer_list_penalty", large)
     assert result["candidates"] > 100_000 and result["score"] == -1.0
-    small_time = _best_time(lambda: call("answer_list_penalty", small))
-    large_time = _best_time(lambda: call("answer_list_penalty", large))
+    small_time = best_time(lambda: call("answer_list_penalty", small), repeats=3)
+    large_time = best_time(lambda: call("answer_list_penalty", large), repeats=3)
     ratio = large_time / max(small_time, 1e-9)
     assert ratio < 20, f"{small_time:.4f} s for 128 KiB, {large_time:.4f} s for 1 MiB: x{ratio:.1f}"
 

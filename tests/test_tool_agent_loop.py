@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from verl_helpers import build_tokenizer, compose
+from verl_helpers import build_tokenizer, compose, save_model_stub
 
 import reward_plugins
 from reward_plugins import retriever
@@ -129,23 +129,8 @@ def chat_tokenizer() -> Any:
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """What verl reads from ``actor_rollout_ref.model.path``: the tokenizer and a ``qwen2``
-    ``config.json`` (one tiny layer; no weights: nothing here runs the model)."""
-    from transformers import Qwen2Config
-
-    path = tmp_path_factory.mktemp("model")
-    tok = chat_tokenizer()
-    tok.save_pretrained(path)
-    Qwen2Config(
-        vocab_size=len(tok),
-        hidden_size=8,
-        intermediate_size=8,
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        num_key_value_heads=1,
-        architectures=["Qwen2ForCausalLM"],
-    ).save_pretrained(path)
-    return path
+    """What verl reads from ``actor_rollout_ref.model.path``, for the chat tokenizer."""
+    return save_model_stub(tmp_path_factory.mktemp("model"), chat_tokenizer())
 
 
 # --- the retriever and the tool config ----------------------------------------------------------

@@ -25,7 +25,6 @@ import importlib.util
 import json
 import random
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from timing import best_time
 from verl_helpers import build_tokenizer
 
 import reward_plugins.tool_trajectory as tool_trajectory
@@ -674,21 +674,12 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
 }
 
 
-def _best_time(function: Callable[[], object], repeats: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_time_is_linear(name: str) -> None:
     """Twice the text takes about twice the time (a quadratic parser would take four times);
     the bound of 3 leaves room for timer noise."""
     small, large = ADVERSARIAL[name](1 << 18), ADVERSARIAL[name](1 << 19)
-    small_time = _best_time(lambda: parse_trajectory(small))
-    large_time = _best_time(lambda: parse_trajectory(large))
+    small_time = best_time(lambda: parse_trajectory(small))
+    large_time = best_time(lambda: parse_trajectory(large))
     ratio = large_time / max(small_time, 1e-9)
     assert ratio < 3, f"{name}: {small_time:.4f} s, then {large_time:.4f} s: x{ratio:.2f}"

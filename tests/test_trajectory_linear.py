@@ -9,10 +9,10 @@ the text for every marker it peeled off, which is quadratic (80,000 markers took
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from timing import best_time
 
 from reward_plugins.plugins.trajectory import DEFAULT_END_MARKERS, _only_end_markers, format_error
 
@@ -71,15 +71,6 @@ def test_examples() -> None:
     assert _only_end_markers("x y", ["x y"]) is True
 
 
-def _best_time(function: Callable[[], object], repeats: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def test_work_is_linear_in_the_number_of_markers() -> None:
     """Eight times the markers take about eight times as long, not sixty-four (the quadratic
     version's ratio). The bound of 20 leaves room for timer noise at either size."""
@@ -87,8 +78,8 @@ def test_work_is_linear_in_the_number_of_markers() -> None:
     large = "\n".join(["<|im_end|>", "</s>"] * 40_000)  # 80,000 markers
     assert _only_end_markers(small, DEFAULT_END_MARKERS) is True
     assert _only_end_markers(large + " x", DEFAULT_END_MARKERS) is False
-    small_time = _best_time(lambda: _only_end_markers(small, DEFAULT_END_MARKERS))
-    large_time = _best_time(lambda: _only_end_markers(large, DEFAULT_END_MARKERS))
+    small_time = best_time(lambda: _only_end_markers(small, DEFAULT_END_MARKERS))
+    large_time = best_time(lambda: _only_end_markers(large, DEFAULT_END_MARKERS))
     ratio = large_time / max(small_time, 1e-9)
     assert ratio < 20, (
         f"{small_time:.4f} s for 10k markers, {large_time:.4f} s for 80k: x{ratio:.1f}"

@@ -39,6 +39,7 @@ from verl_helpers import (
     compose,
     hand_reward,
     run_reward_loop,
+    save_model_stub,
     stock_verl_config,
     verl_reference_reward,
 )
@@ -101,20 +102,10 @@ def test_every_key_exists_in_verl_trainer_config(name: str) -> None:
 def test_configs_pass_verl_validation(name: str, tmp_path: Path, tokenizer: Any) -> None:
     """verl's own ``validate_config``, the first thing ``main_ppo`` does; the model is a local
     two-layer stand-in because validation reads the model's config."""
-    from transformers import Qwen2Config
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        architectures=["Qwen2ForCausalLM"],
-    ).save_pretrained(tmp_path)
-    tokenizer.save_pretrained(tmp_path)
+    save_model_stub(tmp_path, tokenizer)
     overrides = [f"actor_rollout_ref.model.path={tmp_path}"]
     if name == LEGACY_CONFIG:
         overrides.append(LEGACY_PATH_OVERRIDE)

@@ -219,6 +219,24 @@ def run_reward_loop(make_manager: Callable[[], Any], batch: Any) -> list[dict[st
     return asyncio.run(score_all())
 
 
+def save_model_stub(path: Path, tokenizer: Any) -> Path:
+    """Write what verl reads from ``actor_rollout_ref.model.path`` to ``path``: the tokenizer and
+    a one-layer ``qwen2`` ``config.json`` (no weights: nothing here runs the model)."""
+    from transformers import Qwen2Config
+
+    Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        architectures=["Qwen2ForCausalLM"],
+    ).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 def compose(config_name: str, overrides: Sequence[str] = ()) -> Any:
     """The job config Hydra builds for ``main_ppo --config-path=configs --config-name=NAME``
     (what ``--cfg job`` prints), composed with verl's own trainer config."""

@@ -10,8 +10,8 @@ workers).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping
-from typing import ClassVar
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -141,6 +141,47 @@ def statistics_vector(statistics: object, length: int, metric: str) -> list[int]
     if (array.dtype.kind == "f" and counts != array.tolist()) or min(counts, default=0) < 0:
         raise InvalidInput(f"{metric}: statistics must be whole non-negative counts")
     return counts
+
+
+@runtime_checkable
+class CorpusMetric(Protocol):
+    """A metric whose corpus score comes from summed per-sentence statistics (BLEU, chrF)."""
+
+    name: ClassVar[str]
+
+    def sentence_statistics(self, prediction: str, targets: Targets) -> np.ndarray:
+        """The statistics vector of one sentence; vectors add up over a corpus."""
+
+    def score_from_statistics(self, statistics: np.ndarray) -> float:
+        """The score of a summed statistics vector."""
+
+
+def corpus_from_statistics(
+    metric: CorpusMetric,
+    predictions: Sequence[str],
+    references: Sequence[Targets],
+    width: int,
+) -> float:
+    """The corpus score: each row's ``sentence_statistics`` summed, then scored.
+
+    ``width`` is the length of a statistics vector (the score of an empty corpus is that of
+    ``width`` zeros).
+
+    Raises:
+        InvalidInput: ``predictions`` and ``references`` differ in length, or a row is not a
+            string or has no reference (the message names the row).
+    """
+    if len(predictions) != len(references):
+        raise InvalidInput(
+            f"{metric.name}: {len(predictions)} predictions but {len(references)} reference rows"
+        )
+    sums = np.zeros(width, dtype=np.int64)
+    for row, (prediction, targets) in enumerate(zip(predictions, references, strict=True)):
+        try:
+            sums += metric.sentence_statistics(prediction, targets)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"row {row}: {error}") from None
+    return metric.score_from_statistics(sums)
 
 
 def resolve_normalizer(name: str, metric: str) -> Normalizer:

@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from reward_plugins.errors import InvalidInput, InvalidOption
+from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.base import (
     Metric,
     Targets,
@@ -60,6 +60,7 @@ from reward_plugins.metrics.base import (
     check_integer,
     check_prediction,
     coerce_targets,
+    corpus_from_statistics,
     reject_with_compat,
     reject_without_compat,
     statistics_vector,
@@ -489,23 +490,8 @@ class Bleu(Metric):
             ValueError: ``predictions`` and ``references`` differ in length, or a row has no
                 reference; TypeError: a row is not a string (the message names the row).
         """
-        if len(predictions) != len(references):
-            raise InvalidInput(
-                f"{self.name}: {len(predictions)} predictions but {len(references)} reference rows"
-            )
-        order = self.max_ngram_order
-        sums = [0] * (2 + 2 * order)
-        for row, (prediction, targets) in enumerate(zip(predictions, references, strict=True)):
-            try:
-                (stats,) = self.statistics(prediction, targets, merge=True)
-            except (TypeError, ValueError) as error:
-                raise type(error)(f"row {row}: {error}") from None
-            for index, value in enumerate(
-                (stats.prediction_length, stats.reference_length, *stats.correct, *stats.total)
-            ):
-                sums[index] += value
-        corpus = BleuStats(sums[0], sums[1], tuple(sums[2 : 2 + order]), tuple(sums[2 + order :]))
-        return self._finish(corpus)
+        width = 2 + 2 * self.max_ngram_order
+        return corpus_from_statistics(self, predictions, references, width)
 
 
 class Bleu4(Bleu):

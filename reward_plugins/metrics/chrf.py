@@ -49,7 +49,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from reward_plugins.errors import InvalidInput, InvalidOption
+from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.base import (
     Metric,
     Targets,
@@ -58,6 +58,7 @@ from reward_plugins.metrics.base import (
     check_integer,
     check_prediction,
     coerce_targets,
+    corpus_from_statistics,
     statistics_vector,
 )
 from reward_plugins.metrics.rouge import _compiled_ngram_matches
@@ -441,21 +442,8 @@ class Chrf(Metric):
             InvalidInput: ``predictions`` and ``references`` differ in length, or a row is not
                 a string or has no reference (the message names the row).
         """
-        if len(predictions) != len(references):
-            raise InvalidInput(
-                f"{self.name}: {len(predictions)} predictions but {len(references)} reference rows"
-            )
-        length = 3 * (self.char_order + self.word_order)
-        sums = [0] * length
-        for row, (prediction, targets) in enumerate(zip(predictions, references, strict=True)):
-            try:
-                check_prediction(prediction, self.name)
-                statistics, _ = self._best(prediction, coerce_targets(targets, self.name))
-            except (TypeError, ValueError) as error:
-                raise type(error)(f"row {row}: {error}") from None
-            for index, value in enumerate(statistics):
-                sums[index] += value
-        return min(1.0, chrf_from_statistics(sums, self.beta, self.eps_smoothing) / 100)
+        width = 3 * (self.char_order + self.word_order)
+        return corpus_from_statistics(self, predictions, references, width)
 
 
 def chrf(

@@ -49,12 +49,12 @@ from __future__ import annotations
 import array
 import numbers
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from reward_plugins.errors import InvalidInput, InvalidOption
-from reward_plugins.metrics.base import Metric, Targets
+from reward_plugins.metrics.base import CorpusMetric, Metric, Targets
 from reward_plugins.metrics.dispatch import get_metric
 
 METHODS: tuple[str, ...] = ("bootstrap", "ar")
@@ -90,17 +90,6 @@ class PairedResult(NamedTuple):
     ci_a: float | None = None
     mean_b: float | None = None
     ci_b: float | None = None
-
-
-@runtime_checkable
-class CorpusMetric(Protocol):
-    """A metric whose corpus score comes from summed per-sentence statistics (BLEU, chrF)."""
-
-    def sentence_statistics(self, prediction: str, targets: Targets) -> np.ndarray:
-        """The statistics vector of one sentence; vectors add up over a corpus."""
-
-    def score_from_statistics(self, statistics: np.ndarray) -> float:
-        """The score of a summed statistics vector."""
 
 
 def paired_test(
