@@ -50,20 +50,31 @@ COMPARE_METHODS = ("bootstrap", "ar")
 def parse_option(text: str) -> tuple[str, Any]:
     """``key=value`` from ``--set``: the value is read as JSON when it parses, else kept a string.
 
+    The JSON is read by :func:`reward_plugins.config_reader.parse_json_text`, within its limits
+    (a value nested deeper than 64 levels, or over 1 MiB, is refused: it cannot be meant as a
+    string either).
+
     Example:
         >>> parse_option("format_score=0.1"), parse_option("extract=first")
         (('format_score', 0.1), ('extract', 'first'))
     """
+    from reward_plugins.config_reader import (
+        ConfigFileError,
+        NotJSONError,
+        describe_source,
+        parse_json_text,
+    )
+
     key, equals, value = text.partition("=")
-    if not equals or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    key = key.strip()
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got '{describe_source(text)}'")
     try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
-        parsed = value
-    except RecursionError:
-        raise argparse.ArgumentTypeError(f"{key.strip()}: the value is nested too deeply") from None
-    return key.strip(), parsed
+        return key, parse_json_text(value, source=describe_source(key))
+    except NotJSONError:
+        return key, value
+    except ConfigFileError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -464,7 +475,7 @@ def _job(
         if any(key == "recipe" for key, _ in args.options):
             parser.error("give --recipe or --set recipe=..., not both")
         args.scorer = COMPOSED_SCORER
-        args.options.append(("recipe", args.recipe))
+        args.options.append(("recipe", _checked_recipe(args.recipe, parser)))
     args.scorer = args.scorer or "compute_score"
     workers = args.workers
     cpus = rescore.usable_cpus()
@@ -493,6 +504,19 @@ def _job(
         resume=getattr(args, "resume", False),
         also_writes=tuple(args.writes),
     )
+
+
+def _checked_recipe(recipe: str, parser: argparse.ArgumentParser) -> str:
+    """``recipe`` once it loads; else the command ends with one ``--recipe:`` line (exit 2)."""
+    from reward_plugins.errors import RewardPluginsError
+    from reward_plugins.plugins.composed import recipe_of
+
+    try:
+        recipe_of(recipe=recipe)
+    except RewardPluginsError as error:
+        command = parser.prog.partition(" ")[2]
+        parser.exit(2, f"reward-plugins: error: {command}: --recipe: {error}\n")
+    return recipe
 
 
 def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

@@ -39,7 +39,9 @@ from reward_plugins.errors import ConfigFileError
 __all__ = [
     "DEFAULT_LIMITS",
     "ConfigFileError",
+    "NotJSONError",
     "ReadLimits",
+    "describe_source",
     "parse_config_text",
     "parse_json_text",
     "read_config_file",
@@ -47,6 +49,11 @@ __all__ = [
 
 MiB = 1024 * 1024
 KiB = 1024
+
+
+class NotJSONError(ConfigFileError):
+    """A text :func:`parse_json_text` refuses because it is not JSON at all (rather than over a
+    limit): ``--set`` then keeps it as a string."""
 
 
 @dataclass(frozen=True)
@@ -178,15 +185,17 @@ def parse_json_text(text: str, *, source: str, limits: ReadLimits = DEFAULT_LIMI
     :mod:`json` reads them); ``source`` names it in messages.
 
     Raises:
-        ConfigFileError: not JSON (the message has the line and column), or over a limit of
-            ``limits``: bytes, nesting depth (checked before parsing), nodes, string length.
+        NotJSONError: not JSON (a :class:`ConfigFileError`; the message has the line and
+            column).
+        ConfigFileError: over a limit of ``limits``: bytes, nesting depth (checked before
+            parsing), nodes, string length.
     """
     _check_text(text, source, limits)
     _check_json_depth(text, source, limits.max_depth)
     try:
         value = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as error:
-        raise ConfigFileError(
+        raise NotJSONError(
             f"{source}: line {error.lineno}, column {error.colno}: not JSON: {error.msg}"
         ) from None
     _check_json_value(value, source, limits)
@@ -352,8 +361,11 @@ def _check_json_depth(text: str, source: str, max_depth: int) -> None:
         elif char in "[{":
             depth += 1
             if depth > max_depth:
+                line = text.count("\n", 0, index) + 1
+                column = index - text.rfind("\n", 0, index)
                 raise ConfigFileError(
-                    f"{source}: offset {index}: nested deeper than the limit of {max_depth} levels"
+                    f"{source}: line {line}, column {column}: nested deeper than the limit of "
+                    f"{max_depth} levels"
                 )
         elif char in "]}":
             depth -= 1

@@ -1,0 +1,233 @@
+"""Hostile recipes, ``--set`` values and verl configs: each is refused with one typed error (one
+CLI line), in milliseconds, never with a traceback, an OverflowError or a RecursionError."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+from test_cli_helpers import one_line_error, run_cli
+from test_config_reader import alias_bomb
+
+from reward_plugins import InvalidOption, compute_score
+from reward_plugins.options import describe_value, finite_number, is_finite_number
+from reward_plugins.plugins.composed import recipe_of
+
+HUGE = int("9" * 400)
+
+
+def indented(text: str, spaces: int) -> str:
+    return text.replace("\n", "\n" + " " * spaces)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- one number check -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "finite"),
+    [
+        (1, True),
+        (-2.5, True),
+        (10**308, True),
+        (HUGE, False),  # beyond the largest float, about 1.8e308
+        (-(10**309), False),
+        (math.nan, False),
+        (math.inf, False),
+        (True, False),
+        ("1", False),
+        (None, False),
+    ],
+)
+def test_is_finite_number_never_overflows(value: object, finite: bool) -> None:
+    assert is_finite_number(value) is finite
+
+
+def test_finite_number_names_a_huge_integer_by_its_digits() -> None:
+    assert finite_number(10**300, "weight") == 10**300
+    with pytest.raises(InvalidOption) as raised:
+        finite_number(10**5000, "weight")
+    message = str(raised.value)
+    assert message == "weight must be a finite number, got an integer of 5001 digits"
+    assert describe_value(-HUGE) == "a negative integer of 400 digits"
+    assert describe_value([10**5000]) == "list: (too large to show)"
+    assert describe_value("x" * 500) == "str: '" + "x" * 79
+
+
+def test_huge_score_option_is_an_invalid_option() -> None:
+    with pytest.raises(InvalidOption) as raised:
+        compute_score("searchR1_nq", "<answer>x</answer>", ["x"], format_score=HUGE)
+    assert str(raised.value) == (
+        "compute_score: option 'format_score' must be a finite number in [-1e+06, 1e+06], "
+        "got an integer of 400 digits"
+    )
+
+
+def test_huge_metric_option_and_scorer_result() -> None:
+    from reward_plugins.errors import PluginError
+    from reward_plugins.metrics.qa import squad_v2_scores
+    from reward_plugins.registry import registrations_named
+
+    with pytest.raises(InvalidOption, match="na_threshold must be a finite number, got an integer"):
+        squad_v2_scores(["a"], [["a"]], na_threshold=HUGE)
+    bound = registrations_named("compute_score")[0].bind({})
+    with pytest.raises(PluginError, match="non-finite score an integer of 400 digits"):
+        bound.shape({"score": HUGE})
+
+
+# --- recipes --------------------------------------------------------------------------------
+
+
+def test_alias_bomb_in_a_component_option_fails_fast(tmp_path: Path) -> None:
+    bomb = write(
+        tmp_path / "bomb.yaml",
+        f"bombs:\n  {indented(alias_bomb(), 2)}\n"
+        "components:\n  - {scorer: compute_score, weight: 1, format_score: *i}\n",
+    )
+    started = time.perf_counter()
+    with pytest.raises(InvalidOption, match=r"nodes once aliases are expanded"):
+        recipe_of(recipe=str(bomb))
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("key", ["description", "weight"])
+def test_alias_bomb_as_description_or_weight(tmp_path: Path, key: str) -> None:
+    value = "*i"
+    component = "{scorer: compute_score, weight: *i}" if key == "weight" else "{scorer: s}"
+    text = f"x:\n  {indented(alias_bomb(), 2)}\ncomponents: [{component}]\n"
+    if key == "description":
+        text += f"description: {value}\n"
+    with pytest.raises(InvalidOption, match=r"more than the limit of 100000 nodes"):
+        recipe_of(recipe=str(write(tmp_path / "r.yaml", text)))
+
+
+def test_recursive_anchor_recipe(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "loop.yaml",
+        "components: &c [{scorer: compute_score_composed, weight: 1, components: *c}]\n",
+    )
+    with pytest.raises(InvalidOption, match=r"line 1, column \d+: the alias \*c .*recursive"):
+        recipe_of(recipe=str(path))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["components: " + "[" * 5000 + "]" * 5000, "components:\n" + "- " * 3000 + "x"],
+    ids=["flow", "block"],
+)
+def test_deep_recipes(tmp_path: Path, text: str) -> None:
+    with pytest.raises(InvalidOption, match=r"nested deeper than the limit of 64 levels"):
+        recipe_of(recipe=str(write(tmp_path / "deep.yaml", text)))
+
+
+@pytest.mark.parametrize("key", ["weight", "scale"])
+def test_huge_weight_or_scale(tmp_path: Path, key: str) -> None:
+    weight, scale = (HUGE, 1) if key == "weight" else (1, HUGE)
+    path = write(
+        tmp_path / "big.yaml",
+        f"scale: {scale}\ncomponents:\n  - {{scorer: compute_score, weight: {weight}}}\n",
+    )
+    with pytest.raises(InvalidOption) as raised:
+        recipe_of(recipe=str(path))
+    assert f"{key}' must be" in str(raised.value) or f"{key} must be" in str(raised.value)
+    assert str(raised.value).endswith(
+        "must be a finite number in [-1e+06, 1e+06], got an integer of 400 digits"
+    )
+
+
+def test_weight_and_scale_range_edges() -> None:
+    component = {"scorer": "compute_score", "weight": 1e6}
+    assert recipe_of(components=[component], scale=-1e6).scale == -1e6
+    with pytest.raises(InvalidOption, match=r"'weight' must be a finite number in \[-1e\+06"):
+        recipe_of(components=[{"scorer": "compute_score", "weight": 1e6 + 1}])
+    with pytest.raises(InvalidOption, match=r"scale.* must be a finite number in"):
+        recipe_of(components=[component], scale=math.inf)
+
+
+def test_a_directory_as_recipe(tmp_path: Path) -> None:
+    directory = tmp_path / "recipes.yaml"
+    directory.mkdir()
+    with pytest.raises(InvalidOption, match=r"recipes\.yaml: is a directory, not a regular file"):
+        recipe_of(recipe=str(directory))
+
+
+def test_a_100_kb_recipe_name_is_one_short_line() -> None:
+    for name in ("r" * 100_000, "r" * 100_000 + ".yaml"):
+        with pytest.raises(InvalidOption) as raised:
+            recipe_of(recipe=name)
+        message = str(raised.value)
+        assert "(100000 characters)" in message or "(100005 characters)" in message
+        assert len(message) < 600
+        assert "\n" not in message
+
+
+def test_a_relative_recipe_path_names_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidOption) as raised:
+        recipe_of(recipe="mine.yaml")
+    assert str(raised.value) == (
+        f"compute_score_composed: recipe mine.yaml: no such file; a relative recipe path is read "
+        f"from the current directory, {tmp_path}"
+    ) or str(raised.value).endswith(f"read from the current directory, {tmp_path}")
+
+
+def test_a_recipe_cycle_spelled_two_ways(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    path = write(
+        tmp_path / "cyc.yaml",
+        "components:\n  - {scorer: compute_score_composed, weight: 1, "
+        f"recipe: {tmp_path}/sub/../cyc.yaml}}\n",
+    )
+    with pytest.raises(InvalidOption, match=r"includes itself: .*cyc\.yaml -> .*cyc\.yaml"):
+        recipe_of(recipe=str(path))
+
+
+def test_a_non_string_description(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "d.yaml", "description: [1]\ncomponents: [{scorer: compute_score, weight: 1}]\n"
+    )
+    with pytest.raises(InvalidOption, match=r"description must be a string, got list"):
+        recipe_of(recipe=str(path))
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+def test_cli_huge_set_value_is_one_line() -> None:
+    result = run_cli("score", "--demo", "--set", f"format_score={'9' * 400}", "-q")
+    assert result.returncode == 2
+    assert one_line_error(result) == (
+        "--set: compute_score: option 'format_score' must be a finite number in "
+        "[-1e+06, 1e+06], got an integer of 400 digits"
+    )
+
+
+def test_cli_deep_set_value_is_one_line() -> None:
+    result = run_cli("score", "--demo", "--set", "format_score=" + "[" * 5000, "-q")
+    assert result.returncode == 2
+    assert (
+        "argument --set: format_score: line 1, column 65: nested deeper than the limit of 64 levels"
+        in (one_line_error(result))
+    )
+
+
+def test_cli_recipe_errors_say_recipe(tmp_path: Path) -> None:
+    directory = tmp_path / "dir.yaml"
+    directory.mkdir()
+    result = run_cli("score", "--demo", "--recipe", directory, "-q")
+    assert result.returncode == 2
+    message = one_line_error(result)
+    assert message.startswith("score: --recipe: ")
+    assert "--set" not in message
+    assert "dir.yaml: is a directory" in message
+    result = run_cli("score", "--demo", "--recipe", "r" * 100_000, "-q")
+    assert result.returncode == 2
+    assert "(100000 characters)" in one_line_error(result)
