@@ -326,6 +326,7 @@ def _error(message: str, code: int) -> int:
 
 
 def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins.config_reader import ConfigFileError, describe_source
     from reward_plugins.errors import RewardPluginsError
     from reward_plugins.plugins.composed import recipe_of
     from reward_plugins.router import check_options
@@ -350,22 +351,34 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             parser.error(f"--entry {args.entry}: {error}")
     elif args.entry != "main_ppo":
         parser.error(f"--entry {args.entry}: verl is not installed; give --verl VERSION too")
+    config = describe_source(str(args.config))
     try:
-        where, scorer, options = verl_reward(args.config, verl, args.entry)
+        reward = verl_reward(args.config, verl, args.entry)
     except RewardNotRead as error:
         return _error(f"check: {error}", 1)
-    except PathError as error:
+    except (PathError, ConfigFileError) as error:  # not a config verl could run
         return _error(f"check: {error}", 2)
-    try:
-        check_options(scorer, None, options)
-    except RewardPluginsError as error:
-        return _error(f"check: {args.config}: {where}: {error}", 1)
+    except RewardPluginsError as error:  # a malformed reward node
+        return _error(f"check: {config}: {error}", 1)
+    where, scorer, options = reward.where, reward.scorer, reward.options
+    if scorer is not None:
+        try:
+            check_options(scorer, None, options)
+        except RewardPluginsError as error:
+            return _error(f"check: {config}: {where}: {error}", 1)
     if verl is None:
         checked = "verl version unknown (verl is not installed; --verl VERSION checks its keys)"
     else:
         checked = f"read by verl {verl} verl.trainer.{args.entry}"
-    print(f"{args.config}: ok: {where}.name={scorer}, reward_kwargs {options}; {checked}")
-    if scorer == COMPOSED_SCORER:
+    try:
+        shown = repr(options)
+    except ValueError:  # an integer too long to print, in an option that takes anything
+        shown = "(too large to show)"
+    name = scorer if scorer is not None else "(resolved at run time)"
+    print(f"{config}: ok: {where}.name={name}, reward_kwargs {shown}; {checked}")
+    for key in reward.not_judged:
+        print(f"{config}: {key}: resolved at run time; not judged")
+    if scorer == COMPOSED_SCORER and not reward.not_judged:
         recipe = recipe_of(**options)
         prefixes = ", ".join(f"{c.prefix} x {c.weight:g}" for c in recipe.components)
         print(f"recipe {recipe.origin}: combine {recipe.combine}; components: {prefixes}")

@@ -45,6 +45,7 @@ __all__ = [
     "parse_config_text",
     "parse_json_text",
     "read_config_file",
+    "read_config_text",
 ]
 
 MiB = 1024 * 1024
@@ -103,15 +104,34 @@ def read_config_file(
             socket or device, refused before it is opened); over ``limits.max_bytes``; not
             UTF-8; or a text :func:`parse_config_text` refuses.
     """
-    source = f"{what} {describe_source(os.fsdecode(path))}"
-    text = _read_text(path, source, limits)
+    source = file_source(path, what)
+    text = read_config_text(path, what=what, limits=limits)
     return parse_config_text(text, source=source, limits=limits)
 
 
-def _read_text(path: str | os.PathLike[str], source: str, limits: ReadLimits) -> str:
+def file_source(path: str | os.PathLike[str], what: str) -> str:
+    """How messages name a file: ``what`` and the path, fit for one line."""
+    return f"{what} {describe_source(os.fsdecode(path))}"
+
+
+def read_config_text(
+    path: str | os.PathLike[str], *, what: str, limits: ReadLimits = DEFAULT_LIMITS
+) -> str:
+    """The text of the file at ``path``, read as :func:`read_config_file` reads it, not parsed
+    (for a reader with its own YAML dialect, after :func:`parse_config_text` has bounded it).
+
+    Raises:
+        ConfigFileError: the file reasons of :func:`read_config_file`.
+    """
+    source = file_source(path, what)
     try:
-        mode = os.stat(path).st_mode
-        _check_regular(mode, source)  # before opening: opening a FIFO or a tape has effects
+        status = os.stat(path)
+        _check_regular(status.st_mode, source)  # before opening: opening a FIFO has effects
+        if status.st_size > limits.max_bytes:
+            raise ConfigFileError(
+                f"{source}: larger than the limit of {limits.max_bytes} bytes "
+                f"({status.st_size} bytes)"
+            )
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as error:
         raise ConfigFileError(f"{source}: {_os_reason(error)}") from None

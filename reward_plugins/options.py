@@ -245,8 +245,9 @@ def check_options(owner: str, specs: Mapping[str, OptionSpec], options: Mapping[
     """
     unknown = options.keys() - specs.keys()
     if unknown:
+        shown = sorted(repr(k) if isinstance(k, str) else describe_value(k) for k in unknown)
         raise InvalidOption(
-            f"{owner}: unknown option(s) {', '.join(map(repr, sorted(unknown)))}; "
+            f"{owner}: unknown option(s) {', '.join(shown)}; "
             f"valid options: {', '.join(sorted(specs)) or '(none)'}"
         )
     missing = [spec.name for spec in specs.values() if spec.required and spec.name not in options]

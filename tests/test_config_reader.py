@@ -263,6 +263,12 @@ def test_over_size_file(tmp_path):
         read_config_file(path, what="recipe", limits=ReadLimits(max_bytes=50))
 
 
+def test_a_file_larger_than_its_stat_size_is_cut_at_the_limit():
+    """/proc files have st_size 0: the limit holds while reading, too."""
+    with pytest.raises(ConfigFileError, match=r"status: larger than the limit of 50 bytes$"):
+        read_config_file("/proc/self/status", what="recipe", limits=ReadLimits(max_bytes=50))
+
+
 def test_not_utf8(tmp_path):
     path = tmp_path / "latin.yaml"
     path.write_bytes(b"a: 1\nb: caf\xe9\n")

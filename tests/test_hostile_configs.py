@@ -12,6 +12,7 @@ from test_cli_helpers import one_line_error, run_cli
 from test_config_reader import alias_bomb
 
 from reward_plugins import InvalidOption, compute_score
+from reward_plugins.cli import main
 from reward_plugins.options import describe_value, finite_number, is_finite_number
 from reward_plugins.plugins.composed import recipe_of
 
@@ -231,3 +232,206 @@ def test_cli_recipe_errors_say_recipe(tmp_path: Path) -> None:
     result = run_cli("score", "--demo", "--recipe", "r" * 100_000, "-q")
     assert result.returncode == 2
     assert "(100000 characters)" in one_line_error(result)
+
+
+# --- reward-plugins check -------------------------------------------------------------------
+
+
+def reward_config(kwargs: str, name: str = "compute_score", extra: str = "") -> str:
+    """A verl config naming this package's reward; ``kwargs`` is the YAML of reward_kwargs."""
+    return (
+        f"{extra}reward:\n  custom_reward_function:\n    path: pkg://reward_plugins\n"
+        f"    name: {name}\n    reward_kwargs: {kwargs}\n"
+    )
+
+
+def check(
+    config: Path | str, capsys: pytest.CaptureFixture[str], code: int
+) -> tuple[list[str], str]:
+    """``reward-plugins check CONFIG --verl 0.9.1`` in this process: (stdout lines, the one
+    error line without its prefix, or "")."""
+    assert main(["check", str(config), "--verl", "0.9.1"]) == code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert captured.err.count("\n") == (0 if code == 0 else 1), captured.err
+    return captured.out.splitlines(), captured.err.removeprefix("reward-plugins: error: ").strip()
+
+
+def test_check_alias_bomb_in_reward_kwargs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(
+        tmp_path / "c.yaml",
+        f"bombs:\n  {indented(alias_bomb(), 2)}\n" + reward_config("{extra: *i}"),
+    )
+    started = time.perf_counter()
+    _, error = check(config, capsys, 2)
+    assert time.perf_counter() - started < 5
+    assert error.startswith(f"check: verl config {config}: line ")
+    assert error.endswith("more than the limit of 100000 nodes once aliases are expanded")
+
+
+def test_check_a_device(capsys: pytest.CaptureFixture[str]) -> None:
+    _, error = check("/dev/zero", capsys, 2)
+    assert error == "check: verl config /dev/zero: is a device, not a regular file"
+
+
+OK_KWARGS = "{score: 1.0}"
+MALFORMED = [
+    pytest.param(
+        "defaults: 5\n" + reward_config(OK_KWARGS),
+        2,
+        "defaults must be a list of config names, got int: 5",
+        id="defaults-int",
+    ),
+    pytest.param(
+        "defaults: [5]\n" + reward_config(OK_KWARGS),
+        2,
+        "defaults[0] must be a config name or a mapping, got int: 5",
+        id="defaults-entry-int",
+    ),
+    pytest.param(
+        reward_config("[1, 2]"),
+        1,
+        "reward.custom_reward_function.reward_kwargs must be a mapping of options, got list: "
+        "[1, 2]",
+        id="kwargs-list",
+    ),
+    pytest.param(
+        reward_config("fast"),
+        1,
+        "reward_kwargs must be a mapping of options, got str: 'fast'",
+        id="kwargs-str",
+    ),
+    pytest.param(
+        reward_config("3"),
+        1,
+        "reward_kwargs must be a mapping of options, got int: 3",
+        id="kwargs-int",
+    ),
+    pytest.param(
+        reward_config(OK_KWARGS, name="7"),
+        1,
+        "reward.custom_reward_function.name must be a scorer's name, got int: 7",
+        id="name-int",
+    ),
+    pytest.param(
+        reward_config("{score: " + "9" * 400 + "}"),
+        1,
+        "reward.custom_reward_function: compute_score: option 'score' must be a finite number in "
+        "[-1e+06, 1e+06], got an integer of 400 digits",
+        id="huge-score",
+    ),
+    pytest.param(
+        "components: &c [{a: *c}]\n" + reward_config(OK_KWARGS),
+        2,
+        "line 1, column 21: the alias *c refers to a collection that contains it (a recursive "
+        "anchor)",
+        id="recursive-anchor",
+    ),
+    pytest.param(
+        "deep: " + "[" * 5000 + "]" * 5000 + "\n" + reward_config(OK_KWARGS),
+        2,
+        "nested deeper than the limit of 64 levels",
+        id="deep-flow",
+    ),
+    pytest.param(
+        "deep:\n" + "- " * 3000 + "x\n" + reward_config(OK_KWARGS),
+        2,
+        "nested deeper than the limit of 64 levels",
+        id="deep-block",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "code", "message"), MALFORMED)
+def test_check_malformed_configs_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, code: int, message: str
+) -> None:
+    config = write(tmp_path / "c.yaml", text)
+    _, error = check(config, capsys, code)
+    assert error.startswith("check: ")
+    assert str(config) in error
+    assert error.endswith(message), error
+
+
+def test_check_a_defaults_cycle_however_spelled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "sub").mkdir()
+    config = write(tmp_path / "cyc.yaml", "defaults: [sub/../cyc]\n" + reward_config(OK_KWARGS))
+    _, error = check(config, capsys, 2)
+    assert error == (
+        f"check: {tmp_path}/sub/../cyc.yaml: its defaults list includes itself: {config} -> "
+        f"{config}"
+    )
+
+
+def test_check_resolves_interpolations_as_verl_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``${fs}`` and ``${which}`` resolve as OmegaConf resolves them; ``1e-1`` is a float in
+    OmegaConf's YAML (a string in PyYAML's)."""
+    block = "\n      format_score: ${fs}\n      score: 1e-1"
+    config = write(
+        tmp_path / "c.yaml",
+        reward_config(block, name="${which}", extra="fs: 0.25\n") + "which: compute_score_f1\n",
+    )
+    lines, _ = check(config, capsys, 0)
+    assert lines == [
+        f"{config}: ok: reward.custom_reward_function.name=compute_score_f1, reward_kwargs "
+        "{'format_score': 0.25, 'score': 0.1}; read by verl 0.9.1 verl.trainer.main_ppo"
+    ]
+    write(config, reward_config(block, extra="fs: " + "9" * 400 + "\n"))
+    _, error = check(config, capsys, 1)
+    assert error.endswith(
+        "option 'format_score' must be a finite number in [-1e+06, 1e+06], got an integer of "
+        "400 digits"
+    )
+
+
+def test_check_leaves_run_time_values_unjudged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REWARD_PLUGINS_UNSET", raising=False)
+    block = "\n      format_score: ${oc.env:REWARD_PLUGINS_UNSET}\n      score: ${data.score}"
+    config = write(tmp_path / "c.yaml", reward_config(block))
+    lines, _ = check(config, capsys, 0)
+    key = "reward.custom_reward_function.reward_kwargs"
+    assert lines[1:] == [
+        f"{config}: {key}.format_score: resolved at run time; not judged",
+        f"{config}: {key}.score: resolved at run time; not judged",
+    ]
+    assert "reward_kwargs {}" in lines[0]
+    write(config, reward_config(OK_KWARGS, name="${oc.env:REWARD_PLUGINS_UNSET}"))
+    lines, _ = check(config, capsys, 0)
+    assert "name=(resolved at run time)" in lines[0]
+    assert lines[1] == (
+        f"{config}: reward.custom_reward_function.name: resolved at run time; not judged"
+    )
+
+
+def test_check_suggests_the_pkg_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write(
+        tmp_path / "c.yaml",
+        reward_config(OK_KWARGS).replace("pkg://reward_plugins", "reward_plugins"),
+    )
+    _, error = check(config, capsys, 2)
+    assert error == (
+        f"check: {config}: reward.custom_reward_function.path=reward_plugins does not load "
+        "reward_plugins (verl imports a module named as pkg://MODULE: write pkg://reward_plugins)"
+    )
+
+
+def test_check_names_the_directory_of_a_relative_recipe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write(
+        tmp_path / "c.yaml", reward_config("{recipe: mine.yaml}", name="compute_score_composed")
+    )
+    monkeypatch.chdir(tmp_path)
+    _, error = check(config, capsys, 1)
+    assert error.endswith(
+        "recipe mine.yaml: no such file; a relative recipe path is read from the current "
+        f"directory, {tmp_path}"
+    )
