@@ -435,3 +435,37 @@ def test_check_names_the_directory_of_a_relative_recipe(
         "recipe mine.yaml: no such file; a relative recipe path is read from the current "
         f"directory, {tmp_path}"
     )
+
+
+# --- the other readers ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("[" * 5000, r"REWARD_PLUGINS_OPTIONS: line 1, column 65: nested deeper than the limit"),
+        ("{a: 1}", r"REWARD_PLUGINS_OPTIONS is not valid JSON \(line 1, column 2: not JSON"),
+        (
+            '{"format_score": ' + "9" * 5000 + "}",
+            r"'format_score' must be a finite number in .*, got an integer of 5000 digits",
+        ),
+    ],
+    ids=["deep", "not-json", "huge-int"],
+)
+def test_openrlhf_options_are_read_by_the_bounded_reader(options: str, message: str) -> None:
+    from reward_plugins.adapters.openrlhf_reward import load_config
+
+    with pytest.raises(ValueError, match=message) as raised:
+        load_config({"REWARD_PLUGINS_OPTIONS": options})
+    assert len(str(raised.value)) < 600
+
+
+def test_tool_config_is_read_by_the_bounded_reader(tmp_path: Path) -> None:
+    from reward_plugins.plugins.tool_agent import declared_tools
+
+    bomb = write(tmp_path / "tools.yaml", f"x:\n  {indented(alias_bomb(), 2)}\ntools: [*i]\n")
+    with pytest.raises(InvalidOption, match=r"^tool_config .*tools\.yaml: line \d+.*100000 nodes"):
+        declared_tools(str(bomb))
+    (tmp_path / "dir.yaml").mkdir()
+    with pytest.raises(InvalidOption, match=r"dir\.yaml: is a directory, not a regular file"):
+        declared_tools(str(tmp_path / "dir.yaml"))

@@ -148,7 +148,7 @@ def test_tool_config_declares_the_tools(tmp_path: Path) -> None:
     [
         (
             {"tool_config": "/nonexistent/tools.yaml"},
-            r"tool_config '/nonexistent/tools.yaml': cannot be read",
+            r"tool_config /nonexistent/tools.yaml: no such file",
         ),
         ({"invalid_call_penalty": -1.0}, r"invalid_call_penalty.*>= 0"),
         ({"answer_rule": "metric"}, r"give 'metric'"),

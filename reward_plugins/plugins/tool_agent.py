@@ -31,6 +31,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from reward_plugins.config_reader import ConfigFileError, read_config_file
 from reward_plugins.errors import InvalidOption
 from reward_plugins.groundtruth import Golds
 from reward_plugins.options import PositiveInt, Score
@@ -75,14 +76,11 @@ def declared_tools(tool_config: str | None) -> Mapping[str, frozenset[str]]:
     Raises:
         InvalidOption: the file cannot be read or is not a verl tool config.
     """
-    import yaml
-
     path = SHIPPED_TOOL_CONFIG if tool_config is None else Path(tool_config).expanduser()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        reason = " ".join(str(error).split())
-        raise InvalidOption(f"tool_config {str(path)!r}: cannot be read: {reason}") from None
+        data = read_config_file(path, what="tool_config")
+    except ConfigFileError as error:
+        raise InvalidOption(str(error)) from None
     tools = data.get("tools") if isinstance(data, Mapping) else None
     if not isinstance(tools, list) or not tools:
         raise InvalidOption(f"tool_config {str(path)!r}: no 'tools' list (a verl tool config)")
