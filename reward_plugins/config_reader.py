@@ -323,8 +323,8 @@ def _scan_events(text: str, source: str, limits: ReadLimits) -> None:
                 f"{limits.max_depth} levels"
             ) from None
         raise ConfigFileError(f"{source}: {_yaml_reason(error)}") from None
-    except yaml.YAMLError as error:
-        raise ConfigFileError(f"{source}: not valid YAML: {error}") from None
+    except yaml.YAMLError as error:  # a reader error: a character YAML does not allow
+        raise ConfigFileError(f"{source}: not valid YAML: {' '.join(str(error).split())}") from None
 
 
 def _too_many_nodes(source: str, event: yaml.Event, limits: ReadLimits) -> ConfigFileError:

@@ -205,11 +205,11 @@ def verl_reward(config: Path, verl: str | None = None, entry: str = "main_ppo") 
             label = f"the top-level {where}" if where == _LEGACY else where
             consequence, fix = _FIX[where]
             raise RewardNotRead(
-                f"{config}: verl {verl} verl.trainer.{entry} does not read {label} "
+                f"{shown}: verl {verl} verl.trainer.{entry} does not read {label} "
                 f"({consequence}); {fix}"
             )
     raise PathError(
-        f"{config}: names no reward function ({' or '.join(k + '.path' for k in read)} is unset)"
+        f"{shown}: names no reward function ({' or '.join(k + '.path' for k in read)} is unset)"
     )
 
 
@@ -247,7 +247,10 @@ def _resolved(merged: dict[str, Any], where: str) -> tuple[dict[str, Any], list[
         from omegaconf.errors import OmegaConfBaseException
     except ImportError:
         return _unresolved_left_out(_reward_node(merged, where) or {}, where)
-    node = OmegaConf.select(OmegaConf.create(merged), where)
+    try:
+        node = OmegaConf.select(OmegaConf.create(merged), where)
+    except OmegaConfBaseException as error:  # each file was read by OmegaConf: not expected
+        raise PathError(f"{where}: OmegaConf cannot compose the config: {error}") from None
     values: dict[str, Any] = {}
     not_judged: list[str] = []
 

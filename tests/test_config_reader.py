@@ -183,11 +183,14 @@ def test_huge_integers_and_non_finite_numbers_come_back_as_values():
         ("a: !!python/object/apply:os.system [ls]", "could not determine a constructor"),
         ("when: 2021-02-30", "cannot be read: day is out of range for month"),
         ("? [1]\n: 2", "found unhashable key"),
+        ("a: \x00", r"not valid YAML: unacceptable character #x0000: .* position 3$"),
+        ("a: !!float x", "cannot be read: could not convert string to float"),
     ],
 )
 def test_invalid_yaml_is_one_config_file_error(text, message):
-    with pytest.raises(ConfigFileError, match=message):
+    with pytest.raises(ConfigFileError, match=message) as raised:
         parse_config_text(text, source="t")
+    assert "\n" not in str(raised.value)
 
 
 def test_not_a_str_is_refused():

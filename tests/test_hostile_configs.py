@@ -4,6 +4,7 @@ CLI line), in milliseconds, never with a traceback, an OverflowError or a Recurs
 from __future__ import annotations
 
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -409,6 +410,21 @@ def test_check_leaves_run_time_values_unjudged(
     assert lines[1] == (
         f"{config}: reward.custom_reward_function.name: resolved at run time; not judged"
     )
+
+
+def test_check_without_omegaconf_leaves_interpolations_unjudged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "omegaconf", None)  # `import omegaconf` fails
+    block = "\n      format_score: ${fs}\n      score: 0.5"
+    config = write(tmp_path / "c.yaml", reward_config(block, extra="fs: 0.25\n"))
+    lines, _ = check(config, capsys, 0)
+    assert lines == [
+        f"{config}: ok: reward.custom_reward_function.name=compute_score, reward_kwargs "
+        "{'score': 0.5}; read by verl 0.9.1 verl.trainer.main_ppo",
+        f"{config}: reward.custom_reward_function.reward_kwargs.format_score: resolved at run "
+        "time; not judged",
+    ]
 
 
 def test_check_suggests_the_pkg_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
