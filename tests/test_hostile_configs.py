@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_cli_helpers import one_line_error, run_cli
 from test_config_reader import alias_bomb
 
@@ -60,6 +62,30 @@ def test_finite_number_names_a_huge_integer_by_its_digits() -> None:
     assert describe_value(-HUGE) == "a negative integer of 400 digits"
     assert describe_value([10**5000]) == "list: (too large to show)"
     assert describe_value("x" * 500) == "str: '" + "x" * 79
+
+
+NUMBERS = (
+    st.integers(min_value=-(10**400), max_value=10**400)
+    | st.integers().map(lambda n: n * 10**300)
+    | st.floats()
+)
+
+
+@given(NUMBERS)
+def test_a_finite_number_converts_to_a_finite_float(value: float) -> None:
+    if is_finite_number(value):
+        assert math.isfinite(float(value))
+    else:
+        assert isinstance(value, int) or not math.isfinite(value)
+
+
+@given(NUMBERS)
+def test_describe_value_is_short_and_counts_digits(value: float) -> None:
+    shown = describe_value(value)
+    assert len(shown) <= 90
+    if isinstance(value, int) and abs(value) >= 10**20:
+        sign = "a negative" if value < 0 else "an"
+        assert shown == f"{sign} integer of {len(str(abs(value)))} digits"
 
 
 def test_huge_score_option_is_an_invalid_option() -> None:
