@@ -42,6 +42,7 @@ __all__ = [
     "NotJSONError",
     "ReadLimits",
     "describe_source",
+    "file_source",
     "parse_config_text",
     "parse_json_text",
     "read_config_file",
