@@ -4,6 +4,7 @@ CLI line), in milliseconds, never with a traceback, an OverflowError or a Recurs
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -314,6 +315,23 @@ def test_check_alias_bomb_in_reward_kwargs(
 def test_check_a_device(capsys: pytest.CaptureFixture[str]) -> None:
     _, error = check("/dev/zero", capsys, 2)
     assert error == "check: verl config /dev/zero: is a device, not a regular file"
+
+
+def test_check_a_directory_a_fifo_and_a_long_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, error = check(tmp_path, capsys, 2)
+    assert error == f"check: verl config {tmp_path}: is a directory, not a regular file"
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    _, error = check(fifo, capsys, 2)
+    assert error == f"check: verl config {fifo}: is a FIFO (named pipe), not a regular file"
+    long = tmp_path / ("c" * 100_000 + ".yaml")
+    _, error = check(long, capsys, 2)
+    assert error.endswith(
+        f".yaml ({len(str(long))} characters): the file name is too long for the file system"
+    )
+    assert len(error) < 300
 
 
 OK_KWARGS = "{score: 1.0}"
