@@ -353,3 +353,42 @@ def test_paths_are_accepted_as_str_and_pathlike(tmp_path):
     path = Path(tmp_path, "x.json")
     path.write_text('{"a": 1}')
     assert read_config_file(os.fspath(path), what="x") == {"a": 1}
+
+
+PURE_PYTHON_SCRIPT = """
+import yaml
+del yaml.CSafeLoader  # as on a PyYAML built without libyaml
+from reward_plugins.config_reader import ConfigFileError, _SafeLoader, parse_config_text
+assert _SafeLoader is yaml.SafeLoader
+texts = {
+    "bomb": BOMB,
+    "recursive": "components: &c [{scorer: s, components: *c}]",
+    "flow": "[" * 5000 + "]" * 5000,
+    "block": "- " * 3000 + "x",
+}
+for name, text in texts.items():
+    try:
+        parse_config_text(text, source=name)
+    except ConfigFileError as error:
+        print(error)
+print(parse_config_text("a: " + "9" * 5000, source="int")["a"] == 10**5000 - 1)
+"""
+
+
+def test_the_pure_python_parser_keeps_the_limits(tmp_path):
+    """PyYAML built without libyaml: the same refusals from its Python parser."""
+    import subprocess
+    import sys
+
+    script = PURE_PYTHON_SCRIPT.replace("BOMB", repr(alias_bomb()))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("bomb: line ") and lines[0].endswith("aliases are expanded")
+    assert "recursive anchor" in lines[1]
+    assert lines[2] == "flow: line 1, column 65: nested deeper than the limit of 64 levels"
+    assert lines[3].startswith("block: line 1, column ") and "nested deeper" in lines[3]
+    assert lines[4] == "True"
