@@ -335,7 +335,7 @@ def test_json_reads_as_json_loads(value):
     assert parse_json_text(text, source="j") == json.loads(text)
 
 
-@given(st.text(max_size=60))
+@given(st.text(max_size=60) | st.text(alphabet="[]{}&*:-,? \n\t'\"!|>#%@ab019._", max_size=80))
 def test_any_text_is_a_value_or_a_config_file_error(text):
     with contextlib.suppress(ConfigFileError):
         parse_config_text(text, source="t")
