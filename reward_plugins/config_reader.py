@@ -41,6 +41,7 @@ __all__ = [
     "ConfigFileError",
     "NotJSONError",
     "ReadLimits",
+    "check_config_text",
     "describe_source",
     "file_source",
     "parse_config_text",
@@ -190,8 +191,7 @@ def parse_config_text(text: str, *, source: str, limits: ReadLimits = DEFAULT_LI
             not YAML (the message has PyYAML's line and column), holds more than one document,
             or exceeds a limit of ``limits`` (see the module docstring).
     """
-    _check_text(text, source, limits)
-    _scan_events(text, source, limits)
+    check_config_text(text, source=source, limits=limits)
     try:
         return yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader: no Python objects
     except yaml.MarkedYAMLError as error:
@@ -199,6 +199,18 @@ def parse_config_text(text: str, *, source: str, limits: ReadLimits = DEFAULT_LI
     except (yaml.YAMLError, ValueError, TypeError, OverflowError) as error:
         # e.g. a timestamp of an impossible date, which PyYAML passes to datetime unchecked
         raise ConfigFileError(f"{source}: cannot be read: {' '.join(str(error).split())}") from None
+
+
+def check_config_text(text: str, *, source: str, limits: ReadLimits = DEFAULT_LIMITS) -> None:
+    """Refuse a YAML text over ``limits`` without building it: for a reader with its own YAML
+    dialect (OmegaConf's), which may then build it safely.
+
+    Raises:
+        ConfigFileError: the reasons of :func:`parse_config_text` that its event stream shows
+            (size, syntax, depth, nodes, string length, aliases), not those of building values.
+    """
+    _check_text(text, source, limits)
+    _scan_events(text, source, limits)
 
 
 def parse_json_text(text: str, *, source: str, limits: ReadLimits = DEFAULT_LIMITS) -> Any:

@@ -34,6 +34,7 @@ from typing import Any
 
 from reward_plugins.config_reader import (
     ConfigFileError,
+    check_config_text,
     describe_source,
     file_source,
     parse_config_text,
@@ -324,13 +325,13 @@ def _read_verl_file(config: Path) -> Any:
     OmegaConf's dialect (as Hydra reads it) where omegaconf is installed."""
     text = read_config_text(config, what="verl config")
     source = file_source(config, "verl config")
-    data = parse_config_text(text, source=source)
     try:
         import yaml
         from omegaconf import OmegaConf
         from omegaconf.errors import OmegaConfBaseException
     except ImportError:
-        return data
+        return parse_config_text(text, source=source)
+    check_config_text(text, source=source)  # bounded first; then built as OmegaConf builds it
     try:
         return OmegaConf.to_container(OmegaConf.create(text), resolve=False)
     except (OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError) as error:

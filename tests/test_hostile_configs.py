@@ -469,6 +469,15 @@ def test_check_leaves_run_time_values_unjudged(
     )
 
 
+def test_check_reads_yaml_as_omegaconf_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An impossible date is a string for OmegaConf (no timestamps), as verl reads it."""
+    config = write(tmp_path / "c.yaml", "started: 2021-02-30\n" + reward_config(OK_KWARGS))
+    lines, _ = check(config, capsys, 0)
+    assert lines[0].startswith(f"{config}: ok: ")
+
+
 def test_check_without_omegaconf_leaves_interpolations_unjudged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
