@@ -266,7 +266,7 @@ class Bound:
                     f"{name} returned {key}={value!r:.60} ({type(value).__name__}); result "
                     "values must be numbers (verl averages them)"
                 )
-            if not is_finite_number(value):  # NaN, an infinity, an int beyond the floats
+            if not isinstance(value, bool) and not is_finite_number(value):  # NaN, inf, 10**400
                 shown = describe_value(value) if isinstance(value, numbers.Integral) else value
                 raise PluginError(f"{name} returned a non-finite {key} {shown!s}")
 
