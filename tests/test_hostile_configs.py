@@ -101,11 +101,11 @@ def test_huge_score_option_is_an_invalid_option() -> None:
 def test_huge_metric_option_and_scorer_result() -> None:
     from reward_plugins.errors import PluginError
     from reward_plugins.metrics.qa import squad_v2_scores
-    from reward_plugins.registry import registrations_named
+    from reward_plugins.registry import Bound, registrations_named
 
     with pytest.raises(InvalidOption, match="na_threshold must be a finite number, got an integer"):
         squad_v2_scores(["a"], [["a"]], na_threshold=HUGE)
-    bound = registrations_named("compute_score")[0].bind({})
+    bound = Bound(registrations_named("compute_score")[0], {})  # no first result yet
     with pytest.raises(PluginError, match="non-finite score an integer of 400 digits"):
         bound.shape({"score": HUGE})
 
