@@ -108,6 +108,8 @@ def test_huge_metric_option_and_scorer_result() -> None:
     bound = Bound(registrations_named("compute_score")[0], {})  # no first result yet
     with pytest.raises(PluginError, match="non-finite score an integer of 400 digits"):
         bound.shape({"score": HUGE})
+    flagged = Bound(registrations_named("compute_score")[0], {})
+    assert flagged.shape({"score": 1, "too_long": False}) == {"score": 1, "too_long": False}
 
 
 # --- recipes --------------------------------------------------------------------------------
