@@ -33,6 +33,7 @@ from reward_plugins.rescore.files import (
     check_writable_directory,
     remove_temporaries,
 )
+from reward_plugins.rescore.rows import printable
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
@@ -133,18 +134,27 @@ def _parser() -> argparse.ArgumentParser:
     report.set_defaults(handler=_report, command_parser=report)
     compare = commands.add_parser(
         "compare",
-        help="paired significance test of two scored outputs of the same inputs",
+        help="paired significance test of two scored outputs of the same prompts",
         description=(
-            "Compare the reward_* columns of A and B, two outputs of `score` of the same inputs "
-            "(rows paired by position): both means, the difference and the p-value of a paired "
-            "test (sacrebleu's paired bootstrap resampling or approximate randomization)."
+            "Compare the reward_* columns of A and B, two outputs of `score` of the same prompts "
+            "(two scorers, option sets or checkpoints; rows paired by prompt, in order within a "
+            "prompt): both means, the difference and the p-value of a paired test (sacrebleu's "
+            "paired bootstrap resampling or approximate randomization)."
         ),
     )
     compare.add_argument(
         "first", type=Path, metavar="A", help="the baseline (.jsonl, .jsonl.gz, .parquet)"
     )
     compare.add_argument(
-        "second", type=Path, metavar="B", help="the other output, rows in the same order"
+        "second", type=Path, metavar="B", help="the other output, rows in any order"
+    )
+    compare.add_argument(
+        "--prompt-column",
+        help="the column rows are paired by (default: input, else prompt)",
+    )
+    compare.add_argument(
+        "--ground-truth-column",
+        help="must be equal in paired rows (default: gts, ground_truth, reward_model.ground_truth)",
     )
     compare.add_argument(
         "--method",
@@ -639,14 +649,16 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.seed < 0:
         parser.error(f"--seed must be at least 0, got {args.seed}")
     try:
-        rows, columns, skipped = paired_columns(args.first, args.second)
+        pairing = paired_columns(
+            args.first, args.second, args.prompt_column, args.ground_truth_column
+        )
     except CompareRefused as error:
         return _error(f"compare: {error}", 1)
     except (rescore.RescoreError, PathError) as error:
         return _error(f"compare: {error}", 2)
     results: dict[str, dict[str, Any]] = {}
     samples = args.samples or {"bootstrap": 1000, "ar": 10000}[args.method]
-    for name, column in columns.items():
+    for name, column in pairing.columns.items():
         result = paired_test_values(
             column.values_a,
             column.values_b,
@@ -665,12 +677,16 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     report = {
         "a": str(args.first),
         "b": str(args.second),
-        "rows": rows,
+        "rows": pairing.rows,
+        "paired_by": {
+            "prompt": pairing.prompt_column,
+            "ground_truth": pairing.ground_truth_column,
+        },
         "method": args.method,
         "samples": samples,
         "seed": args.seed,
         "columns": results,
-        "not_compared": skipped,
+        "not_compared": pairing.not_compared,
     }
     print(json.dumps(report, indent=2) if args.json else format_comparison(report))
     return 0
@@ -680,11 +696,14 @@ def format_comparison(report: Mapping[str, Any]) -> str:
     """The report of ``compare`` as printed: the setting, then one aligned line per column."""
     test = {"bootstrap": "paired bootstrap resampling", "ar": "approximate randomization"}
     unit = {"bootstrap": "resamples", "ar": "trials"}
+    by = report["paired_by"]
+    truth = f" and ground truth {by['ground_truth']!r}" if by["ground_truth"] else ""
     lines = [
         f"A: {report['a']}",
         f"B: {report['b']}",
-        f"{report['rows']} paired rows; {test[report['method']]}, {report['samples']} "
-        f"{unit[report['method']]}, seed {report['seed']}",
+        f"{_plural(report['rows'], 'row')} paired by prompt {by['prompt']!r}{truth}; "
+        f"{test[report['method']]}, {report['samples']} {unit[report['method']]}, "
+        f"seed {report['seed']}",
         "",
     ]
     width = max(len("column"), *map(len, report["columns"]))
@@ -696,4 +715,9 @@ def format_comparison(report: Mapping[str, Any]) -> str:
         )
     for name, reason in report["not_compared"].items():
         lines.append(f"not compared: {name}: {reason}")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
+
+
+def _plural(count: int, noun: str) -> str:
+    """``"1 row"``, ``"2 rows"``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

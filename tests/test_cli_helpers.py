@@ -17,9 +17,12 @@ SOURCES = ("searchR1_nq", "searchR1_triviaqa", "searchR1_hotpotqa", "searchR1_ba
 KINDS = ("correct", "variant", "superset", "wrong", "missing", "spam")
 
 
-def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m reward_plugins ARGS`` with this checkout first on the path."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def run_cli(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m reward_plugins ARGS`` with this checkout first on the path (and ``env``
+    added to the environment)."""
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "reward_plugins", *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 

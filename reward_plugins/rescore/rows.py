@@ -268,3 +268,9 @@ def dumps_record(record: Mapping[str, Any]) -> bytes:
         TypeError: a value JSON cannot hold (the caller refuses binary columns up front).
     """
     return orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS)
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate (read from a JSON ``\\udcxx`` escape, or from an
+    undecodable file name) written as its escape, so that it can be printed as UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
