@@ -568,7 +568,7 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except (rescore.RescoreError, PathError, report.ReportError) as error:
         return _error(str(error), 2)
     print(format_summary(summary))
-    print(f"wrote {html_output} and {len(pngs)} PNGs in {png_dir}")
+    print(printable(f"wrote {html_output} and {len(pngs)} PNGs in {png_dir}"))
     return 0
 
 
@@ -590,19 +590,33 @@ def _interval(metric: dict[str, float]) -> str:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """The summary as printed: the job, skipped rows, then each metric per data source."""
+    """The summary as printed: the job, skipped rows, then each metric per data source (a lone
+    surrogate in a data source or a path shown as its escape)."""
+    resumed, changed = summary["resumed_files"], summary["changed_outputs"]
+    if resumed and len(resumed) == summary["files"]:
+        return printable(
+            f"resumed: all {_plural(len(resumed), 'output')} of {summary['output']} complete; "
+            "nothing to score"
+        )
     columns = summary["columns"]
     source = columns["data_source"] or f"--data-source {summary['data_source_option']}"
     options = " ".join(f"{k}={json.dumps(v)}" for k, v in summary["options"].items())
     lines = [
-        f"scored {summary['scored']} of {summary['rows']} rows of {summary['input']} with "
-        f"{summary['scorer']}{' ' + options if options else ''} "
+        f"scored {summary['scored']} of {_plural(summary['rows'], 'row')} of {summary['input']} "
+        f"with {summary['scorer']}{' ' + options if options else ''} "
         f"(response: {columns['response']}, ground truth: {columns['ground_truth']}, "
         f"data source: {source})",
     ]
-    if summary["resumed_files"]:
+    if resumed:
+        lines.append(f"resumed: kept {_plural(len(resumed), 'complete output')} as written")
+    if changed:
+        what = "output differs" if len(changed) == 1 else "outputs differ"
+        shown = ", ".join(changed[:3]) + (
+            f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        )
         lines.append(
-            f"resumed: {len(summary['resumed_files'])} complete output(s) kept as they are"
+            f"resumed: {len(changed)} {what} in size or CRC-32 from when written (truncated or "
+            f"edited since), scored again: {shown}"
         )
     if summary["output"]:
         lines.append(f"wrote {summary['output']}")
@@ -610,21 +624,24 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"replaced input columns: {', '.join(summary['replaced_columns'])}")
     if summary["stringified_ground_truths"]:
         lines.append(
-            f"read {summary['stringified_ground_truths']} ground truths stringified by numpy "
-            "(\"['a' 'b']\") as lists of golds"
+            f"read {_plural(summary['stringified_ground_truths'], 'ground truth')} stringified "
+            "by numpy (\"['a' 'b']\") as lists of golds"
         )
     skipped = summary["skipped"]
     if skipped["rows"]:
         reasons = ", ".join(f"{count} {reason}" for reason, count in skipped["reasons"].items())
         listed = f"; all in {summary['failures_file']}" if summary["failures_file"] else ""
-        lines.append(f"skipped {skipped['rows']} rows: {reasons}{listed}")
+        lines.append(f"skipped {_plural(skipped['rows'], 'row')}: {reasons}{listed}")
         for example in skipped["examples"]:
             where = ": ".join(f"{k} {v}" for k, v in example.items() if k not in ("file", "reason"))
             lines.append(f"  {example['file']}: {where}: {example['reason']}")
     if summary["steps"]:
-        lines.append(f"{len(summary['steps'])} steps (per-step series in --summary-json)")
+        lines.append(
+            f"{_plural(len(summary['steps']), 'step')} (per-step series in --summary-json)"
+        )
     labels = dict(rescore.SUMMARY_METRICS)
-    groups = {**summary["sources"], "overall": summary["overall"]}
+    groups = {printable(name): group for name, group in summary["sources"].items()}
+    groups["overall"] = summary["overall"]
     width = max(len("data source"), *map(len, groups))
     lines += ["", f"{'data source':{width}}  {'rows':>7}  {'metric':19}  {'mean':>7}  95% CI"]
     for name, group in groups.items():
@@ -634,7 +651,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             prefix = " " * len(prefix)
         if not group["metrics"]:
             lines.append(prefix)
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 # ------------------------------------------------------------------------------- compare

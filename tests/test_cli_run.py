@@ -480,7 +480,7 @@ def test_the_first_bad_row_of_a_run_keeps_the_files_completed_before(tmp_path: P
         "score", run_dir, "-o", out, *NQ, "--resume", "--summary-json", tmp_path / "s"
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert "resumed: 1 complete output(s) kept as they are" in resumed.stdout
+    assert "resumed: kept 1 complete output as written" in resumed.stdout
     assert (out / "1.jsonl").stat().st_ino == first.st_ino
     assert summary_of(tmp_path / "s")["resumed_files"] == [str(run_dir / "1.jsonl")]
     assert_scored(read_jsonl(out / "3.jsonl"), steps[3])
@@ -523,6 +523,8 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
             "sha256": _one_chunk_hash(run_dir / f"{step}.jsonl"),
             "rows": len(rows),
             "scored": len(rows),
+            "output_size": (out / f"{step}.jsonl").stat().st_size,
+            "output_crc32": f"{zlib.crc32((out / f'{step}.jsonl').read_bytes()):08x}",
         }
         for step, rows in steps.items()
     }
@@ -542,9 +544,11 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
         result = run_cli("score", run_dir, *args)
         assert result.returncode == 0, result.stderr
         resumed: list[str] = summary_of(summary)["resumed_files"]
-        if resumed:
-            kept = f"resumed: {len(resumed)} complete output(s) kept as they are"
-            assert kept in result.stdout.splitlines()
+        if len(resumed) == len(names):
+            assert result.stdout == f"resumed: all 3 outputs of {out} complete; nothing to score\n"
+        elif resumed:
+            noun = "output" if len(resumed) == 1 else "outputs"
+            assert f"resumed: kept {len(resumed)} complete {noun} as written" in result.stdout
         return resumed
 
     before = identities()  # everything complete: nothing rewritten
@@ -567,6 +571,23 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
     assert files["2.jsonl"]["rows"] == 3
     assert files["2.jsonl"]["size"] == (run_dir / "2.jsonl").stat().st_size
     assert files["3.jsonl"]["sha256"] == _one_chunk_hash(run_dir / "3.jsonl")
+
+    # An output truncated, or edited without changing its size, after it was written: redone.
+    complete = {name: (out / name).read_bytes() for name in names}
+    (out / "1.jsonl").write_bytes(complete["1.jsonl"][:-40])
+    edited = complete["2.jsonl"].replace(b'"reward_em":1.0', b'"reward_em":0.0', 1)
+    assert edited != complete["2.jsonl"]
+    (out / "2.jsonl").write_bytes(edited)
+    result = run_cli("score", run_dir, "-o", out, *NQ, "--resume", "--summary-json", summary)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:3] == [
+        "resumed: kept 1 complete output as written",
+        f"resumed: 2 outputs differ in size or CRC-32 from when written (truncated or edited "
+        f"since), scored again: {out / '1.jsonl'}, {out / '2.jsonl'}",
+    ]
+    assert summary_of(summary)["changed_outputs"] == [str(out / "1.jsonl"), str(out / "2.jsonl")]
+    assert {name: (out / name).read_bytes() for name in names} == complete
+    assert resume() == [str(run_dir / name) for name in names]
 
     # A deleted output is written again.
     (out / "1.jsonl").unlink()

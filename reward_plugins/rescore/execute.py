@@ -14,6 +14,7 @@ import contextlib
 import gzip
 import hashlib
 import itertools
+import json
 import multiprocessing
 import os
 import queue
@@ -294,6 +295,11 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
         if isinstance(parsed, rows.RowFailure):
             failed.append(FailedRow(number, parsed, _raw_text(raw)))
             continue
+        if output_format == ".parquet" and fmt != ".parquet":
+            column = rows.lone_surrogate_column(raw, parsed)
+            if column is not None:
+                failed.append(FailedRow(number, _unwritable(column), _raw_text(raw)))
+                continue
         source, response, was_stringified, outcome = _score_record(job, parsed)
         stringified += was_stringified
         if isinstance(outcome, rows.RowFailure):
@@ -338,6 +344,14 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
         chunk.digest,
         time.perf_counter() - started,
         described,
+    )
+
+
+def _unwritable(column: str) -> rows.RowFailure:
+    return rows.RowFailure(
+        "text parquet cannot hold",
+        f"column {column!r} holds a lone surrogate (a \\udcxx escape), which the UTF-8 strings "
+        "of parquet cannot hold: write .jsonl, which keeps it",
     )
 
 
@@ -590,6 +604,7 @@ class _Plan:
     formats: list[str]
     targets: list[Path | None]
     todo: list[int]  # indices of the inputs to score (others: complete, with --resume)
+    changed: list[int]  # with --resume: inputs whose output changed after it was written
     manifest: files.Manifest | None
     failures_path: Path | None
 
@@ -634,12 +649,15 @@ def plan(job: ScoreJob) -> _Plan:
         raise RescoreError(str(error)) from None
     manifest = None
     todo = list(range(len(inputs)))
+    changed: list[int] = []
     if directory_output:
         assert job.output is not None
         manifest = files.Manifest.load(job.output, _settings(job))
         if job.resume:
-            todo = [i for i in todo if not _complete(manifest, inputs[i], formats[i], targets[i])]
-    return _Plan(inputs, formats, targets, todo, manifest, failures_path)
+            states = [_resumed(manifest, inputs[i], formats[i], targets[i]) for i in todo]
+            changed = [i for i in todo if states[i] == "changed"]
+            todo = [i for i in todo if states[i] != "kept"]
+    return _Plan(inputs, formats, targets, todo, changed, manifest, failures_path)
 
 
 def input_hash(path: Path, fmt: str) -> str:
@@ -654,9 +672,17 @@ def input_hash(path: Path, fmt: str) -> str:
     return digests.hexdigest()
 
 
-def _complete(manifest: files.Manifest, source: Path, fmt: str, target: Path | None) -> bool:
+def _resumed(
+    manifest: files.Manifest, source: Path, fmt: str, target: Path | None
+) -> Literal["kept", "changed", "todo"]:
+    """What ``--resume`` does with an output: keep it (listed, its input unchanged, and itself as
+    it was written), score it again because it ``changed`` after it was written (truncated,
+    edited), or score it (not listed, or its input changed)."""
     entry = None if target is None else manifest.listed(source, target)
-    return entry is not None and entry.get("sha256") == input_hash(source, fmt)
+    if entry is None or entry.get("sha256") != input_hash(source, fmt):
+        return "todo"
+    assert target is not None
+    return "kept" if manifest.intact(target, entry) else "changed"
 
 
 def _settings(job: ScoreJob) -> dict[str, Any]:
@@ -831,11 +857,13 @@ def run(
     finished = time.perf_counter()
     groups = summary.finish(stats.counts)
     stats.seconds["summary"] = time.perf_counter() - finished
-    resumed = [str(the_plan.inputs[i]) for i in range(len(the_plan.inputs)) if i not in set(todo)]
+    scored_now = set(todo)
+    resumed = [str(path) for i, path in enumerate(the_plan.inputs) if i not in scored_now]
     return {
         "input": ", ".join(map(str, job.inputs)),
         "files": len(the_plan.inputs),
         "resumed_files": resumed,
+        "changed_outputs": [str(the_plan.targets[i]) for i in the_plan.changed],
         "output": None if job.output is None else str(job.output),
         "failures_file": str(the_plan.failures_path)
         if stats.reasons and the_plan.failures_path
@@ -914,8 +942,8 @@ def _union_schema(the_plan: _Plan) -> Any:
             records = []
             for number, line in rows.jsonl_lines(chunk.payload, chunk.first_number):
                 record = rows.parse_line(line)
-                if not isinstance(record, dict):
-                    continue
+                if not isinstance(record, dict) or rows.lone_surrogate_column(line, record):
+                    continue  # a bad row, which the worker names
                 records.append(record)
                 for key, value in record.items():
                     kind = _kind(value)
@@ -1086,7 +1114,11 @@ class _Failures:
             "detail": failed.failure.detail,
             "row": failed.row,
         }
-        self.stream.write(orjson.dumps(entry, default=repr, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        try:
+            line = orjson.dumps(entry, default=repr, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # a lone surrogate in a detail: the standard library escapes it
+            line = json.dumps(entry, default=repr).encode()
+        self.stream.write(line + b"\n")
 
     def finish(self) -> None:
         if self.path is not None and self.stream is None:

@@ -62,6 +62,30 @@ def parse_line(line: bytes) -> dict[str, Any] | RowFailure:
     return record
 
 
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_column(line: bytes, record: Mapping[str, Any]) -> str | None:
+    """The first column of ``record`` (parsed from the JSONL ``line``) whose name or text, at
+    any depth, holds a lone surrogate, or ``None``. Only a JSON escape (``\\udcxx``) brings one,
+    so a line without such an escape is not searched."""
+    if not _ESCAPED_SURROGATE.search(line):
+        return None
+    for name, value in record.items():
+        pending = [name, value]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, str):
+                if _SURROGATE.search(item):
+                    return name
+            elif isinstance(item, list):
+                pending += item
+            elif isinstance(item, dict):
+                pending += [*item, *item.values()]
+    return None
+
+
 def jsonl_lines(payload: bytes, first_number: int) -> Iterator[tuple[int, bytes]]:
     """``(1-based line number, line)`` of each non-blank line of ``payload``."""
     for number, line in enumerate(payload.split(b"\n"), start=first_number):
