@@ -692,6 +692,7 @@ def test_summary_json_has_a_series_per_step(tmp_path: Path) -> None:
         "input",
         "files",
         "resumed_files",
+        "changed_outputs",
         "output",
         "failures_file",
         "scorer",
