@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from test_cli_helpers import (
@@ -602,6 +603,67 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
     assert manifest["settings"]["options"] == {"format_score": 0.1}
     assert sorted(manifest["files"]) == sorted(names)
     assert temporaries(tmp_path) == []
+
+
+# ------------------------------------------------------------------------------ extra_info
+
+
+TOOL_CALL_RESPONSE = (
+    '<tool_call>{"name": "search", "arguments": {"query": "capital"}}</tool_call>'
+    "<tool_response>Paris is the capital.</tool_response><answer> Paris </answer>"
+)
+
+
+def test_tool_rewards_of_a_dump_are_re_scored(tmp_path: Path) -> None:
+    """A multi-turn dump's ``tool_rewards`` column reaches ``compute_score_tool`` as
+    ``extra_info["tool_rewards"]``, as verl's reward manager hands it over."""
+    rows = [
+        {"input": "q", "output": TOOL_CALL_RESPONSE, "gts": ["Paris"], "tool_rewards": rewards}
+        for rewards in ([0.25, 0.5], [], None)
+    ]
+    rows.append({**rows[0], "num_turns": 3})
+    del rows[2]["tool_rewards"]
+    source = write_jsonl(tmp_path / "1.jsonl", rows)
+    scores = {}
+    for weight in (0, 1):
+        out = tmp_path / f"weight{weight}.jsonl"
+        args = ("--scorer", "compute_score_tool", "--set", f"tool_reward_weight={weight}")
+        result = run_cli("score", source, "-o", out, *NQ, *args)
+        assert result.returncode == 0, result.stderr
+        scores[weight] = [row["reward_score"] for row in read_jsonl(out)]
+        assert [row["reward_tool_reward_sum"] for row in read_jsonl(out)] == [0.75, 0, 0, 0.75]
+    assert scores[0] == [1.0] * 4
+    assert scores[1] == [1.75, 1.0, 1.0, 1.75]
+    expected = reward_plugins.compute_score_tool(
+        SOURCE, TOOL_CALL_RESPONSE, ["Paris"], {"tool_rewards": [0.25, 0.5]},
+        tool_reward_weight=1,
+    )  # fmt: skip
+    assert reward_values(read_jsonl(tmp_path / "weight1.jsonl")[0]) == dict(expected)
+
+
+def test_the_extra_info_column_of_a_dataset(tmp_path: Path) -> None:
+    """A verl dataset's ``extra_info`` mapping (a parquet struct), with a row's agent-loop
+    columns laid over it; an ``extra_info`` that is not a mapping is a bad row."""
+    rows = [
+        {"prompt": "q", "response": TOOL_CALL_RESPONSE, "reward_model": {"ground_truth": ["Paris"]},
+         "extra_info": {"index": index, "tool_rewards": [0.5] * index}, "tool_rewards": None}
+        for index in range(3)
+    ]  # fmt: skip
+    rows[2]["tool_rewards"] = [2.0]  # laid over extra_info's, where it is not null
+    source = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), source)
+    out = tmp_path / "out.parquet"
+    args = ("--scorer", "compute_score_tool", "--set", "tool_reward_weight=1")
+    result = run_cli("score", source, "-o", out, *NQ, *args)
+    assert result.returncode == 0, result.stderr
+    assert pq.read_table(out).column("reward_tool_reward_sum").to_pylist() == [0.0, 0.5, 2.0]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{**rows[0], "extra_info": "index=0"}])
+    result = run_cli("score", bad, "-o", tmp_path / "bad.out.jsonl", *NQ, *args)
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"reward-plugins: error: {bad}: line 1: extra_info (column 'extra_info') must be an "
+        "object, got str"
+    )
 
 
 # -------------------------------------------------------------- stringified ground truths

@@ -37,6 +37,7 @@ from reward_plugins.errors import (
     UnknownDataSource,
     UnknownScorer,
 )
+from reward_plugins.registry import registrations_named
 from reward_plugins.rescore import files, rows, summary
 from reward_plugins.rescore.records import ScoredRow
 from reward_plugins.router import check_options, route
@@ -152,6 +153,7 @@ class WorkerJob:
     output_formats: tuple[str | None, ...]  # each input's output format, None: no output
     parquet_schema: Any = None  # the input columns of a parquet output made from JSONL
     describe: Callable[[ScoredRow], Any] | None = None
+    extra_info: bool = False  # the scorer takes extra_info: build it from each row
 
 
 def _parquet_module() -> Any:
@@ -213,11 +215,16 @@ def _payloads(path: Path, fmt: str) -> Iterator[Any]:
 
 
 def score_one(
-    scorer: str, options: Mapping[str, Any], source: str, response: str, truth: Any
+    scorer: str,
+    options: Mapping[str, Any],
+    source: str,
+    response: str,
+    truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | rows.RowFailure:
     """Score one row; a row the scorer cannot read becomes a :class:`RowFailure`."""
     try:
-        return dict(route(scorer, source, response, truth, options))
+        return dict(route(scorer, source, response, truth, options, extra_info=extra_info))
     except InvalidGroundTruth as error:
         return rows.RowFailure("invalid ground truth", f"invalid ground truth: {error}")
     except UnknownDataSource as error:
@@ -258,7 +265,10 @@ def _score_record(
             f"{type(source).__name__}: {source!r:.40}"
         )
         return "", response, stringified, rows.RowFailure("missing data source", detail)
-    outcome = score_one(job.scorer, job.options, source, response, truth)
+    extra_info = rows.extra_info(record) if job.extra_info else None
+    if isinstance(extra_info, rows.RowFailure):
+        return "", response, stringified, extra_info
+    outcome = score_one(job.scorer, job.options, source, response, truth, extra_info)
     return source, response, stringified, outcome
 
 
@@ -365,6 +375,8 @@ def _read_columns(job: WorkerJob, batch: Any) -> list[str]:
     """The top-level columns of ``batch`` that scoring (and describing) reads."""
     columns = job.columns
     wanted = [columns.response, columns.ground_truth, columns.data_source or "", rows.STEP_COLUMN]
+    if job.extra_info:
+        wanted += [rows.EXTRA_INFO_COLUMN, *rows.AGENT_LOOP_COLUMNS]
     if job.describe is not None:
         wanted += ["input", "score"]
     names = set(batch.schema.names)
@@ -660,6 +672,12 @@ def plan(job: ScoreJob) -> _Plan:
     return _Plan(inputs, formats, targets, todo, changed, manifest, failures_path)
 
 
+def takes_extra_info(scorer: str) -> bool:
+    """Whether a registration of ``scorer`` receives ``extra_info`` (the row's, see
+    :func:`rows.extra_info`); only then is it built for each row."""
+    return any("extra_info" in found.context for found in registrations_named(scorer))
+
+
 def input_hash(path: Path, fmt: str) -> str:
     """The hash of an input in a manifest: for JSONL, the sha256 of its chunks' CRC-32s (computed
     as the chunks are read, at 3 GB/s: any change to a chunk shows but for a chance of 2**-32),
@@ -833,6 +851,7 @@ def run(
         tuple(output_formats),
         parquet_schema,
         job.describe,
+        takes_extra_info(job.scorer),
     )
     stats = _Stats()
     with contextlib.ExitStack() as stack:
