@@ -5,19 +5,24 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_cli_helpers import REPO, dump_rows, run_cli, training_rows, write_jsonl
 
 from reward_plugins.cli import COMPARE_METHODS, main
 from reward_plugins.metrics import METRICS, metric_options, paired_test_values
 from reward_plugins.metrics.significance import METHODS
+from reward_plugins.rescore.compare import paired_columns
 
 
 def _rows(count: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -508,3 +513,39 @@ def test_the_documented_comparison_runs_as_shown(tmp_path: Path) -> None:
         "prompt": "input",
         "ground_truth": "gts",
     }
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.sampled_from([0.0, 0.5, 1.0])), min_size=1,
+             max_size=20),
+    st.randoms(use_true_random=False),
+)  # fmt: skip
+def test_pairing_follows_the_prompts_whatever_the_order(
+    rows_a: list[tuple[int, float]], rng: random.Random
+) -> None:
+    """B's rows in any order that keeps each prompt's rows in order pair with A's rows as B in
+    A's order does: the k-th row of a prompt with the k-th, the values in A's order."""
+    values_b = [rng.choice([0.0, 1.0]) for _ in rows_a]
+    order = list(range(len(rows_a)))
+    rng.shuffle(order)
+    positions: dict[int, list[int]] = {}
+    for index, (prompt, _) in enumerate(rows_a):
+        positions.setdefault(prompt, []).append(index)
+    shuffled = [positions[rows_a[index][0]].pop(0) for index in order]  # in-prompt order kept
+    with tempfile.TemporaryDirectory() as directory:
+        first, second = Path(directory, "a.jsonl"), Path(directory, "b.jsonl")
+        write_jsonl(first, [{"input": f"q{p}", "reward_score": v} for p, v in rows_a])
+        write_jsonl(
+            second,
+            [{"input": f"q{rows_a[i][0]}", "reward_score": values_b[i]} for i in shuffled],
+        )
+        pairing = paired_columns(first, second)
+    column = pairing.columns["reward_score"]
+    assert (pairing.rows, pairing.prompt_column, pairing.ground_truth_column) == (
+        len(rows_a),
+        "input",
+        None,
+    )
+    assert list(column.values_a) == [value for _, value in rows_a]
+    assert list(column.values_b) == values_b

@@ -13,13 +13,17 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from test_cli_helpers import read_jsonl, run_cli
+from hypothesis import given
+from hypothesis import strategies as st
+from test_cli_helpers import read_jsonl, run_cli, run_cli_with_script
+
+from reward_plugins.rescore.rows import printable
 
 STRICT = {"PYTHONIOENCODING": "utf-8"}
 SOURCE = "searchR1_nq\\udc80"  # as written in the JSON line
 LINES = [
-    '{"input": "q\\ud800", "output": "<answer>Paris</answer>\\udcff", "gts": ["Paris", "x\\udc00"], '
-    f'"src": "{SOURCE}", "note\\udcff": ["x\\ud800"]}}',
+    '{"input": "q\\ud800", "output": "<answer>Paris</answer>\\udcff", '
+    f'"gts": ["Paris", "x\\udc00"], "src": "{SOURCE}", "note\\udcff": ["x\\ud800"]}}',
     '{"input": "q", "output": "<answer>Rome</answer>", "gts": ["Paris"], "src": "searchR1_nq"}',
     '{"input": "q", "output": "<answer>Paris</answer>", "gts": ["Paris"], "src": "searchR1_nq", '
     '"note": "an emoji as a surrogate pair: \\ud83d\\ude00"}',
@@ -88,3 +92,43 @@ def test_parquet_names_the_rows_it_cannot_hold(tmp_path: Path) -> None:
         "text parquet cannot hold",
         LINES[0],
     )
+
+
+ECHOING_SCORER = """
+import sys
+from reward_plugins import register
+from reward_plugins.cli import main
+
+
+@register("echoing_reward", ["test_cli_text"])
+def echoing_reward(solution_str, golds):
+    raise ValueError(solution_str)  # the response, lone surrogate and all, in the message
+
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_failure_detail_holding_a_surrogate_is_listed(tmp_path: Path) -> None:
+    source, out = _input(tmp_path), tmp_path / "out.jsonl"
+    result = run_cli_with_script(
+        ECHOING_SCORER, "score", source, "-o", out, "--scorer", "echoing_reward",
+        "--data-source", "test_cli_text", "--on-error", "skip",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "scorer error: ValueError: <answer>Paris</answer>\\udcff" in result.stdout
+    failures = read_jsonl(Path(f"{out}.failures.jsonl"))
+    assert [failure["line"] for failure in failures] == [1, 2, 3]
+    assert failures[0]["detail"] == "scorer error: ValueError: <answer>Paris</answer>\udcff"
+
+
+@given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF)))
+def test_printable_text_encodes_and_keeps_all_but_surrogates(text: str) -> None:
+    shown = printable(text)
+    shown.encode("utf-8")  # never raises
+    if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        assert shown == text
+    else:
+        assert shown.count("\\u") == text.count("\\u") + sum(
+            0xD800 <= ord(c) <= 0xDFFF for c in text
+        )
