@@ -351,10 +351,12 @@ def test_two_checkpoints(tmp_path: Path) -> None:
 
 
 def test_numbers_that_are_not_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A result column holding a bool, NaN, infinity, an integer beyond a float or a string is
-    listed as not compared, with its first such row; the others are compared."""
+    """A result column holding a bool, NaN, infinity, an integer beyond a float, a float whose
+    sums overflow, or a string is listed as not compared, with its first such row; the others
+    are compared."""
     odd = {  # column: (its value in A, its JSON in row 3 of B)
         "reward_big": (1, str(10**400)),
+        "reward_huge": (1.0, "1e308"),
         "reward_flag": (1.0, "true"),
         "reward_nan": (0.0, "NaN"),
         "reward_inf": (1.0, "-Infinity"),
@@ -373,6 +375,8 @@ def test_numbers_that_are_not_compared(tmp_path: Path, capsys: pytest.CaptureFix
     row = f"row 3 of {second}"
     assert report["not_compared"] == {
         "reward_big": f"{row} holds an integer of about 401 digits, beyond the range of a float",
+        "reward_huge": f"{row} holds 1e+308, too large: a sum over the 4 rows would leave the "
+        "range of a float",
         "reward_flag": f"{row} holds true, not a number",
         "reward_nan": f"{row} holds nan, not a finite number",
         "reward_inf": f"{row} holds -inf, not a finite number",

@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 import numbers
+import sys
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -45,6 +46,8 @@ class Column:
     values_a: array.array[float] = dataclasses.field(default_factory=lambda: array.array("d"))
     values_b: array.array[float] = dataclasses.field(default_factory=lambda: array.array("d"))
     problem: str | None = None
+    largest: float = 0.0  # the value of largest magnitude, and where it is
+    largest_at: str = ""
 
 
 @dataclasses.dataclass
@@ -149,7 +152,13 @@ def paired_columns(
         raise CompareRefused(_unpaired(waiting, seen, counts, paths, prompt))
     reordered = any(later < earlier for earlier, later in itertools.pairwise(order))
     in_a_order = sorted(range(len(order)), key=order.__getitem__) if reordered else []
+    limit = sys.float_info.max / (2 * max(1, len(order)))  # a sum of differences stays finite
     for name, column in list(columns.items()):
+        if column.problem is None and abs(column.largest) > limit:
+            column.problem = (
+                f"{column.largest_at} holds {column.largest!r}, too large: a sum over the "
+                f"{len(order)} rows would leave the range of a float"
+            )
         if column.problem is not None:
             not_compared[name] = column.problem
             del columns[name]
@@ -157,12 +166,15 @@ def paired_columns(
             column.values_a = array.array("d", map(column.values_a.__getitem__, in_a_order))
             column.values_b = array.array("d", map(column.values_b.__getitem__, in_a_order))
     if not columns:
-        grouped: dict[str, list[str]] = {}
+        grouped: dict[str, list[str]] = {}  # "only in A": names; a column's own reason: [name]
         for name, why in not_compared.items():
-            grouped.setdefault(why if why.startswith("only in ") else "not numbers", []).append(
+            grouped.setdefault(why if why.startswith("only in ") else f"{name}: {why}", []).append(
                 name
             )
-        reasons = "; ".join(f"{why}: {', '.join(names)}" for why, names in grouped.items())
+        reasons = "; ".join(
+            f"{why}: {', '.join(names)}" if why.startswith("only in ") else why
+            for why, names in grouped.items()
+        )
         raise CompareRefused(
             f"no {RESULT_PREFIX}* column holds numbers in both {first} and {second}"
             + (f" ({reasons})" if reasons else "")
@@ -328,8 +340,9 @@ def _result_columns(
 
 
 def _value(record: Mapping[str, Any], name: str, column: Column, number: int, path: Path) -> float:
-    """The value of result column ``name`` as a float; NaN, and the column's problem recorded
-    (the first only), when it is not a finite number within a float's range."""
+    """The value of result column ``name`` as a float (the column's largest magnitude kept);
+    NaN, and the column's problem recorded (the first only), when it is not a finite number
+    within a float's range."""
     value = record.get(name)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         problem = f"holds {_shown(value)}, not a number"
@@ -341,6 +354,8 @@ def _value(record: Mapping[str, Any], name: str, column: Column, number: int, pa
             problem = f"holds an integer of about {digits} digits, beyond the range of a float"
         else:
             if math.isfinite(number_value):
+                if abs(number_value) > abs(column.largest):
+                    column.largest, column.largest_at = number_value, f"row {number} of {path}"
                 return number_value
             problem = f"holds {_shown(value)}, not a finite number"
     if column.problem is None:
