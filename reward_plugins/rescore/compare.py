@@ -150,14 +150,27 @@ def paired_columns(
                     columns[name].values_b.append(value_b)
     if waiting[0] or waiting[1]:
         raise CompareRefused(_unpaired(waiting, seen, counts, paths, prompt))
+    _finish_columns(columns, not_compared, order)
+    if not columns:
+        raise CompareRefused(_nothing_to_compare(not_compared, first, second))
+    return Pairing(len(order), columns, not_compared, prompt, truth)
+
+
+def _finish_columns(
+    columns: dict[str, Column], not_compared: dict[str, str], order: Sequence[int]
+) -> None:
+    """Move the columns that cannot be compared (a value that is not a finite number, or so
+    large that a sum over the rows overflows) to ``not_compared``, and put the others' pairs in
+    A's row ``order``."""
+    rows = len(order)
+    limit = sys.float_info.max / (2 * max(1, rows))  # any sum of differences stays finite
     reordered = any(later < earlier for earlier, later in itertools.pairwise(order))
-    in_a_order = sorted(range(len(order)), key=order.__getitem__) if reordered else []
-    limit = sys.float_info.max / (2 * max(1, len(order)))  # a sum of differences stays finite
+    in_a_order = sorted(range(rows), key=order.__getitem__) if reordered else []
     for name, column in list(columns.items()):
         if column.problem is None and abs(column.largest) > limit:
             column.problem = (
                 f"{column.largest_at} holds {column.largest!r}, too large: a sum over the "
-                f"{len(order)} rows would leave the range of a float"
+                f"{rows} rows would leave the range of a float"
             )
         if column.problem is not None:
             not_compared[name] = column.problem
@@ -165,21 +178,21 @@ def paired_columns(
         elif reordered:
             column.values_a = array.array("d", map(column.values_a.__getitem__, in_a_order))
             column.values_b = array.array("d", map(column.values_b.__getitem__, in_a_order))
-    if not columns:
-        grouped: dict[str, list[str]] = {}  # "only in A": names; a column's own reason: [name]
-        for name, why in not_compared.items():
-            grouped.setdefault(why if why.startswith("only in ") else f"{name}: {why}", []).append(
-                name
-            )
-        reasons = "; ".join(
-            f"{why}: {', '.join(names)}" if why.startswith("only in ") else why
-            for why, names in grouped.items()
-        )
-        raise CompareRefused(
-            f"no {RESULT_PREFIX}* column holds numbers in both {first} and {second}"
-            + (f" ({reasons})" if reasons else "")
-        )
-    return Pairing(len(order), columns, not_compared, prompt, truth)
+
+
+def _nothing_to_compare(not_compared: Mapping[str, str], first: Path, second: Path) -> str:
+    """The refusal when no column is left: the columns only in one file, grouped by file, and
+    each other column with its reason."""
+    only_in: dict[str, list[str]] = {}
+    reasons = []
+    for name, why in not_compared.items():
+        if why.startswith("only in "):
+            only_in.setdefault(why, []).append(name)
+        else:
+            reasons.append(f"{name}: {why}")
+    reasons = [f"{why}: {', '.join(names)}" for why, names in only_in.items()] + reasons
+    listed = f" ({'; '.join(reasons)})" if reasons else ""
+    return f"no {RESULT_PREFIX}* column holds numbers in both {first} and {second}{listed}"
 
 
 def output_rows(path: Path) -> Iterator[dict[str, Any]]:
