@@ -33,7 +33,7 @@ from reward_plugins.rescore.files import (
     check_writable_directory,
     remove_temporaries,
 )
-from reward_plugins.rescore.rows import printable
+from reward_plugins.rescore.messages import plural, printable
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
@@ -595,20 +595,20 @@ def format_summary(summary: dict[str, Any]) -> str:
     resumed, changed = summary["resumed_files"], summary["changed_outputs"]
     if resumed and len(resumed) == summary["files"]:
         return printable(
-            f"resumed: all {_plural(len(resumed), 'output')} of {summary['output']} complete; "
+            f"resumed: all {plural(len(resumed), 'output')} of {summary['output']} complete; "
             "nothing to score"
         )
     columns = summary["columns"]
     source = columns["data_source"] or f"--data-source {summary['data_source_option']}"
     options = " ".join(f"{k}={json.dumps(v)}" for k, v in summary["options"].items())
     lines = [
-        f"scored {summary['scored']} of {_plural(summary['rows'], 'row')} of {summary['input']} "
+        f"scored {summary['scored']} of {plural(summary['rows'], 'row')} of {summary['input']} "
         f"with {summary['scorer']}{' ' + options if options else ''} "
         f"(response: {columns['response']}, ground truth: {columns['ground_truth']}, "
         f"data source: {source})",
     ]
     if resumed:
-        lines.append(f"resumed: kept {_plural(len(resumed), 'complete output')} as written")
+        lines.append(f"resumed: kept {plural(len(resumed), 'complete output')} as written")
     if changed:
         what = "output differs" if len(changed) == 1 else "outputs differ"
         shown = ", ".join(changed[:3]) + (
@@ -624,21 +624,19 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"replaced input columns: {', '.join(summary['replaced_columns'])}")
     if summary["stringified_ground_truths"]:
         lines.append(
-            f"read {_plural(summary['stringified_ground_truths'], 'ground truth')} stringified "
+            f"read {plural(summary['stringified_ground_truths'], 'ground truth')} stringified "
             "by numpy (\"['a' 'b']\") as lists of golds"
         )
     skipped = summary["skipped"]
     if skipped["rows"]:
         reasons = ", ".join(f"{count} {reason}" for reason, count in skipped["reasons"].items())
         listed = f"; all in {summary['failures_file']}" if summary["failures_file"] else ""
-        lines.append(f"skipped {_plural(skipped['rows'], 'row')}: {reasons}{listed}")
+        lines.append(f"skipped {plural(skipped['rows'], 'row')}: {reasons}{listed}")
         for example in skipped["examples"]:
             where = ": ".join(f"{k} {v}" for k, v in example.items() if k not in ("file", "reason"))
             lines.append(f"  {example['file']}: {where}: {example['reason']}")
     if summary["steps"]:
-        lines.append(
-            f"{_plural(len(summary['steps']), 'step')} (per-step series in --summary-json)"
-        )
+        lines.append(f"{plural(len(summary['steps']), 'step')} (per-step series in --summary-json)")
     labels = dict(rescore.SUMMARY_METRICS)
     groups = {printable(name): group for name, group in summary["sources"].items()}
     groups["overall"] = summary["overall"]
@@ -718,7 +716,7 @@ def format_comparison(report: Mapping[str, Any]) -> str:
     lines = [
         f"A: {report['a']}",
         f"B: {report['b']}",
-        f"{_plural(report['rows'], 'row')} paired by prompt {by['prompt']!r}{truth}; "
+        f"{plural(report['rows'], 'row')} paired by prompt {by['prompt']!r}{truth}; "
         f"{test[report['method']]}, {report['samples']} {unit[report['method']]}, "
         f"seed {report['seed']}",
         "",
@@ -733,8 +731,3 @@ def format_comparison(report: Mapping[str, Any]) -> str:
     for name, reason in report["not_compared"].items():
         lines.append(f"not compared: {name}: {reason}")
     return printable("\n".join(lines))
-
-
-def _plural(count: int, noun: str) -> str:
-    """``"1 row"``, ``"2 rows"``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_cli_helpers import read_jsonl, run_cli, run_cli_with_script
 
-from reward_plugins.rescore.rows import printable
+from reward_plugins.rescore.messages import printable
 
 STRICT = {"PYTHONIOENCODING": "utf-8"}
 SOURCE = "searchR1_nq\\udc80"  # as written in the JSON line

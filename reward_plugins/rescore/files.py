@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reward_plugins.rescore.messages import plural
+
 FORMATS: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
 MANIFEST_NAME = ".reward-plugins-manifest.json"
 """The manifest of complete outputs, in an output directory (see :class:`Manifest`)."""
@@ -126,14 +128,15 @@ def plan_outputs(
     if output is None:
         return [None] * len(inputs)
     if run and not merge:
+        files = plural(len(inputs), "file")
         if output.exists() and not output.is_dir():
             raise PathError(
-                f"output {output}: not a directory (a run of {len(inputs)} files is written to "
+                f"output {output}: not a directory (a run of {files} is written to "
                 "a directory, one file per input; --merge writes one file)"
             )
         if not output.exists() and output.name.endswith(FORMATS):
             raise PathError(
-                f"output {output}: names a file, but a run of {len(inputs)} files is written to "
+                f"output {output}: names a file, but a run of {files} is written to "
                 f"a directory, one file per input: give --merge to write them all to {output}, "
                 "or a directory name"
             )

@@ -52,8 +52,8 @@ import numpy as np
 
 from reward_plugins.extract import find_tag_spans, scan_tags
 from reward_plugins.metrics.aggregate import MeanCI, bootstrap_mean_of_counts
+from reward_plugins.rescore.messages import printable
 from reward_plugins.rescore.records import ScoredRow
-from reward_plugins.rescore.rows import printable
 from reward_plugins.text import normalize_squad
 from reward_plugins.text.answers import MIN_CANDIDATES, count_candidates
 

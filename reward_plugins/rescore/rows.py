@@ -150,9 +150,7 @@ def extra_info(record: Mapping[str, Any]) -> dict[str, Any] | RowFailure:
             f"{type(base).__name__}",
         )
     info = dict(base or {})
-    info.update(
-        (name, record[name]) for name in AGENT_LOOP_COLUMNS if record.get(name) is not None
-    )
+    info.update((name, record[name]) for name in AGENT_LOOP_COLUMNS if record.get(name) is not None)
     return info
 
 
@@ -328,9 +326,3 @@ def dumps_record(record: Mapping[str, Any]) -> bytes:
         TypeError: a value JSON cannot hold (the caller refuses binary columns up front).
     """
     return orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS)
-
-
-def printable(text: str) -> str:
-    """``text`` with each lone surrogate (read from a JSON ``\\udcxx`` escape, or from an
-    undecodable file name) written as its escape, so that it can be printed as UTF-8."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
