@@ -590,6 +590,15 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
     assert {name: (out / name).read_bytes() for name in names} == complete
     assert resume() == [str(run_dir / name) for name in names]
 
+    # Entries without the output's fingerprint (an older manifest): scored, not called changed.
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    for entry in manifest["files"].values():
+        del entry["output_size"], entry["output_crc32"]
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest))
+    assert resume() == []
+    assert summary_of(summary)["changed_outputs"] == []
+    assert {name: (out / name).read_bytes() for name in names} == complete
+
     # A deleted output is written again.
     (out / "1.jsonl").unlink()
     assert resume() == [str(run_dir / "2.jsonl"), str(run_dir / "3.jsonl")]

@@ -695,9 +695,12 @@ def _resumed(
 ) -> Literal["kept", "changed", "todo"]:
     """What ``--resume`` does with an output: keep it (listed, its input unchanged, and itself as
     it was written), score it again because it ``changed`` after it was written (truncated,
-    edited), or score it (not listed, or its input changed)."""
+    edited), or score it (not listed, listed by a version that did not record the output's
+    fingerprint, or its input changed)."""
     entry = None if target is None else manifest.listed(source, target)
-    if entry is None or entry.get("sha256") != input_hash(source, fmt):
+    if entry is None or "output_crc32" not in entry:
+        return "todo"
+    if entry.get("sha256") != input_hash(source, fmt):
         return "todo"
     assert target is not None
     return "kept" if manifest.intact(target, entry) else "changed"

@@ -342,8 +342,7 @@ class Manifest:
 
     @staticmethod
     def intact(target: Path, entry: Mapping[str, Any]) -> bool:
-        """Whether ``target`` still has the size and CRC-32 its ``entry`` lists (an entry
-        without them, from an older version, is not intact)."""
+        """Whether ``target`` still has the size and CRC-32 its ``entry`` lists."""
         return entry.get("output_size") == target.stat().st_size and entry.get(
             "output_crc32"
         ) == file_crc32(target)
