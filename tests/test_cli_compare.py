@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli_helpers import REPO, dump_rows, run_cli, training_rows, write_jsonl
+from test_cli_helpers import REPO, dump_rows, run_cli, run_docs_block, training_rows, write_jsonl
 
 from reward_plugins.cli import COMPARE_METHODS, main
 from reward_plugins.metrics import METRICS, metric_options, paired_test_values
@@ -498,19 +495,7 @@ def test_compare_is_documented() -> None:
 def test_the_documented_comparison_runs_as_shown(tmp_path: Path) -> None:
     """The bash block of docs/cli.md's comparison section runs as written and prints its text
     block."""
-    docs = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
-    section = docs[docs.index("## Comparing two outputs") :]
-    script = section.split("```bash\n", 1)[1].split("\n```", 1)[0]
-    shown = section.split("```text\n", 1)[1].split("\n```", 1)[0]
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    result = subprocess.run(
-        ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
+    result, shown = run_docs_block("## Comparing two outputs", tmp_path)
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == shown + "\n"
     assert json.loads((tmp_path / "comparison.json").read_text())["paired_by"] == {

@@ -185,6 +185,21 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
     return result.stderr[len(prefix) : -1]
 
 
+def run_docs_block(heading: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the first ``bash`` block under ``heading`` of docs/cli.md in ``cwd``, with this
+    checkout's ``reward-plugins`` first; returns the result and the section's first ``text``
+    block (what the docs say it prints)."""
+    docs = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = docs[docs.index(f"\n{heading}\n") :]
+    script = section.split("```bash\n", 1)[1].split("\n```", 1)[0]
+    shown = section.split("```text\n", 1)[1].split("\n```", 1)[0] if "```text" in section else ""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": path}
+    command = ["bash", "-e", "-c", script]
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return result, shown
+
+
 def run_cli_in_shell(
     setup: str, *args: str | Path, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:

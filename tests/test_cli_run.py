@@ -27,6 +27,7 @@ from test_cli_helpers import (
     read_jsonl,
     reward_values,
     run_cli,
+    run_docs_block,
     temporaries,
     verl_dump_line,
     write_jsonl,
@@ -648,6 +649,13 @@ def test_tool_rewards_of_a_dump_are_re_scored(tmp_path: Path) -> None:
         tool_reward_weight=1,
     )  # fmt: skip
     assert reward_values(read_jsonl(tmp_path / "weight1.jsonl")[0]) == dict(expected)
+
+
+def test_the_documented_tool_rewards_run(tmp_path: Path) -> None:
+    result, _ = run_docs_block("## What the scorer receives", tmp_path)
+    assert result.returncode == 0, result.stderr
+    (row,) = read_jsonl(tmp_path / "turns.scored.jsonl")
+    assert (row["reward_score"], row["reward_tool_reward_sum"]) == (1.75, 0.75)
 
 
 def test_the_extra_info_column_of_a_dataset(tmp_path: Path) -> None:
