@@ -721,9 +721,10 @@ def format_comparison(report: Mapping[str, Any]) -> str:
         f"seed {report['seed']}",
         "",
     ]
-    width = max(len("column"), *map(len, report["columns"]))
+    columns = {printable(name): column for name, column in report["columns"].items()}
+    width = max(len("column"), *map(len, columns))
     lines.append(f"{'column':{width}}  {'mean A':>9}  {'mean B':>9}  {'B - A':>9}  {'p-value':>7}")
-    for name, column in report["columns"].items():
+    for name, column in columns.items():
         lines.append(
             f"{name:{width}}  {column['mean_a']:9.4f}  {column['mean_b']:9.4f}  "
             f"{column['difference']:+9.4f}  {column['p_value']:7.4f}"

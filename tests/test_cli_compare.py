@@ -395,6 +395,8 @@ def test_surrogates_are_printed_as_escapes(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[-1].split() == [
         "reward_\\udcff", "0.5000", "0.5000", "+0.0000", "1.0000"
     ]  # fmt: skip
+    header, row = result.stdout.splitlines()[-2:]
+    assert len(header) == len(row)  # aligned on the escape
     result = run_cli("compare", first, second, "--json", env=env)
     assert json.loads(result.stdout)["columns"]["reward_\udcff"]["p_value"] == 1.0
 
