@@ -33,6 +33,7 @@ from reward_plugins.rescore.files import (
     check_writable_directory,
     remove_temporaries,
 )
+from reward_plugins.rescore.messages import plural, printable
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
@@ -144,18 +145,27 @@ def _parser() -> argparse.ArgumentParser:
     report.set_defaults(handler=_report, command_parser=report)
     compare = commands.add_parser(
         "compare",
-        help="paired significance test of two scored outputs of the same inputs",
+        help="paired significance test of two scored outputs of the same prompts",
         description=(
-            "Compare the reward_* columns of A and B, two outputs of `score` of the same inputs "
-            "(rows paired by position): both means, the difference and the p-value of a paired "
-            "test (sacrebleu's paired bootstrap resampling or approximate randomization)."
+            "Compare the reward_* columns of A and B, two outputs of `score` of the same prompts "
+            "(two scorers, option sets or checkpoints; rows paired by prompt, in order within a "
+            "prompt): both means, the difference and the p-value of a paired test (sacrebleu's "
+            "paired bootstrap resampling or approximate randomization)."
         ),
     )
     compare.add_argument(
         "first", type=Path, metavar="A", help="the baseline (.jsonl, .jsonl.gz, .parquet)"
     )
     compare.add_argument(
-        "second", type=Path, metavar="B", help="the other output, rows in the same order"
+        "second", type=Path, metavar="B", help="the other output, rows in any order"
+    )
+    compare.add_argument(
+        "--prompt-column",
+        help="the column rows are paired by (default: input, else prompt)",
+    )
+    compare.add_argument(
+        "--ground-truth-column",
+        help="must be equal in paired rows (default: gts, ground_truth, reward_model.ground_truth)",
     )
     compare.add_argument(
         "--method",
@@ -595,7 +605,7 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except (rescore.RescoreError, PathError, report.ReportError) as error:
         return _error(str(error), 2)
     print(format_summary(summary))
-    print(f"wrote {html_output} and {len(pngs)} PNGs in {png_dir}")
+    print(printable(f"wrote {html_output} and {len(pngs)} PNGs in {png_dir}"))
     return 0
 
 
@@ -617,19 +627,33 @@ def _interval(metric: dict[str, float]) -> str:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """The summary as printed: the job, skipped rows, then each metric per data source."""
+    """The summary as printed: the job, skipped rows, then each metric per data source (a lone
+    surrogate in a data source or a path shown as its escape)."""
+    resumed, changed = summary["resumed_files"], summary["changed_outputs"]
+    if resumed and len(resumed) == summary["files"]:
+        return printable(
+            f"resumed: all {plural(len(resumed), 'output')} of {summary['output']} complete; "
+            "nothing to score"
+        )
     columns = summary["columns"]
     source = columns["data_source"] or f"--data-source {summary['data_source_option']}"
     options = " ".join(f"{k}={json.dumps(v)}" for k, v in summary["options"].items())
     lines = [
-        f"scored {summary['scored']} of {summary['rows']} rows of {summary['input']} with "
-        f"{summary['scorer']}{' ' + options if options else ''} "
+        f"scored {summary['scored']} of {plural(summary['rows'], 'row')} of {summary['input']} "
+        f"with {summary['scorer']}{' ' + options if options else ''} "
         f"(response: {columns['response']}, ground truth: {columns['ground_truth']}, "
         f"data source: {source})",
     ]
-    if summary["resumed_files"]:
+    if resumed:
+        lines.append(f"resumed: kept {plural(len(resumed), 'complete output')} as written")
+    if changed:
+        what = "output differs" if len(changed) == 1 else "outputs differ"
+        shown = ", ".join(changed[:3]) + (
+            f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        )
         lines.append(
-            f"resumed: {len(summary['resumed_files'])} complete output(s) kept as they are"
+            f"resumed: {len(changed)} {what} in size or CRC-32 from when written (truncated or "
+            f"edited since), scored again: {shown}"
         )
     if summary["output"]:
         lines.append(f"wrote {summary['output']}")
@@ -637,21 +661,22 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"replaced input columns: {', '.join(summary['replaced_columns'])}")
     if summary["stringified_ground_truths"]:
         lines.append(
-            f"read {summary['stringified_ground_truths']} ground truths stringified by numpy "
-            "(\"['a' 'b']\") as lists of golds"
+            f"read {plural(summary['stringified_ground_truths'], 'ground truth')} stringified "
+            "by numpy (\"['a' 'b']\") as lists of golds"
         )
     skipped = summary["skipped"]
     if skipped["rows"]:
         reasons = ", ".join(f"{count} {reason}" for reason, count in skipped["reasons"].items())
         listed = f"; all in {summary['failures_file']}" if summary["failures_file"] else ""
-        lines.append(f"skipped {skipped['rows']} rows: {reasons}{listed}")
+        lines.append(f"skipped {plural(skipped['rows'], 'row')}: {reasons}{listed}")
         for example in skipped["examples"]:
             where = ": ".join(f"{k} {v}" for k, v in example.items() if k not in ("file", "reason"))
             lines.append(f"  {example['file']}: {where}: {example['reason']}")
     if summary["steps"]:
-        lines.append(f"{len(summary['steps'])} steps (per-step series in --summary-json)")
+        lines.append(f"{plural(len(summary['steps']), 'step')} (per-step series in --summary-json)")
     labels = dict(rescore.SUMMARY_METRICS)
-    groups = {**summary["sources"], "overall": summary["overall"]}
+    groups = {printable(name): group for name, group in summary["sources"].items()}
+    groups["overall"] = summary["overall"]
     width = max(len("data source"), *map(len, groups))
     lines += ["", f"{'data source':{width}}  {'rows':>7}  {'metric':19}  {'mean':>7}  95% CI"]
     for name, group in groups.items():
@@ -661,7 +686,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             prefix = " " * len(prefix)
         if not group["metrics"]:
             lines.append(prefix)
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 # ------------------------------------------------------------------------------- compare
@@ -676,14 +701,16 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.seed < 0:
         parser.error(f"--seed must be at least 0, got {args.seed}")
     try:
-        rows, columns, skipped = paired_columns(args.first, args.second)
+        pairing = paired_columns(
+            args.first, args.second, args.prompt_column, args.ground_truth_column
+        )
     except CompareRefused as error:
         return _error(f"compare: {error}", 1)
     except (rescore.RescoreError, PathError) as error:
         return _error(f"compare: {error}", 2)
     results: dict[str, dict[str, Any]] = {}
     samples = args.samples or {"bootstrap": 1000, "ar": 10000}[args.method]
-    for name, column in columns.items():
+    for name, column in pairing.columns.items():
         result = paired_test_values(
             column.values_a,
             column.values_b,
@@ -702,12 +729,16 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     report = {
         "a": str(args.first),
         "b": str(args.second),
-        "rows": rows,
+        "rows": pairing.rows,
+        "paired_by": {
+            "prompt": pairing.prompt_column,
+            "ground_truth": pairing.ground_truth_column,
+        },
         "method": args.method,
         "samples": samples,
         "seed": args.seed,
         "columns": results,
-        "not_compared": skipped,
+        "not_compared": pairing.not_compared,
     }
     print(json.dumps(report, indent=2) if args.json else format_comparison(report))
     return 0
@@ -717,20 +748,24 @@ def format_comparison(report: Mapping[str, Any]) -> str:
     """The report of ``compare`` as printed: the setting, then one aligned line per column."""
     test = {"bootstrap": "paired bootstrap resampling", "ar": "approximate randomization"}
     unit = {"bootstrap": "resamples", "ar": "trials"}
+    by = report["paired_by"]
+    truth = f" and ground truth {by['ground_truth']!r}" if by["ground_truth"] else ""
     lines = [
         f"A: {report['a']}",
         f"B: {report['b']}",
-        f"{report['rows']} paired rows; {test[report['method']]}, {report['samples']} "
-        f"{unit[report['method']]}, seed {report['seed']}",
+        f"{plural(report['rows'], 'row')} paired by prompt {by['prompt']!r}{truth}; "
+        f"{test[report['method']]}, {report['samples']} {unit[report['method']]}, "
+        f"seed {report['seed']}",
         "",
     ]
-    width = max(len("column"), *map(len, report["columns"]))
+    columns = {printable(name): column for name, column in report["columns"].items()}
+    width = max(len("column"), *map(len, columns))
     lines.append(f"{'column':{width}}  {'mean A':>9}  {'mean B':>9}  {'B - A':>9}  {'p-value':>7}")
-    for name, column in report["columns"].items():
+    for name, column in columns.items():
         lines.append(
             f"{name:{width}}  {column['mean_a']:9.4f}  {column['mean_b']:9.4f}  "
             f"{column['difference']:+9.4f}  {column['p_value']:7.4f}"
         )
     for name, reason in report["not_compared"].items():
         lines.append(f"not compared: {name}: {reason}")
-    return "\n".join(lines)
+    return printable("\n".join(lines))

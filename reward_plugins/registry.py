@@ -613,8 +613,7 @@ def _unknown_source_message(data_source: str) -> str:
     known = sorted(s for s in _scorers if s != WILDCARD)
     message = f"no scorer is registered for data_source={data_source!r}"
     close = difflib.get_close_matches(data_source, known, n=1, cutoff=0.5)
-    if close:
-        message += f"; did you mean {close[0]!r}?"
+    message += f"; did you mean {close[0]!r}?" if close else "."
     return f"{message} Registered data sources: {', '.join(known) or '(none)'}{_broken_note()}"
 
 

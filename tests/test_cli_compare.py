@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_cli_helpers import run_cli, training_rows, write_jsonl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_cli_helpers import REPO, dump_rows, run_cli, run_docs_block, training_rows, write_jsonl
 
 from reward_plugins.cli import COMPARE_METHODS, main
 from reward_plugins.metrics import METRICS, metric_options, paired_test_values
 from reward_plugins.metrics.significance import METHODS
+from reward_plugins.rescore.compare import paired_columns
 
 
 def _rows(count: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -92,7 +97,8 @@ def test_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[:4] == [
         f"A: {first}",
         f"B: {second}",
-        "40 paired rows; paired bootstrap resampling, 1000 resamples, seed 12345",
+        "40 rows paired by prompt 'prompt' and ground truth 'reward_model.ground_truth'; "
+        "paired bootstrap resampling, 1000 resamples, seed 12345",
         "",
     ]
     assert lines[4].split() == ["column", "mean", "A", "mean", "B", "B", "-", "A", "p-value"]
@@ -155,13 +161,27 @@ def test_real_outputs_across_formats(tmp_path: Path) -> None:
     assert report["columns"]["reward_em"]["p_value"] == 1.0  # EM equal in every row
 
 
-def test_nan_inputs_are_equal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    lines = [f'{{"x": NaN, "y": [1, NaN], "reward_score": {v}}}' for v in ("0.5", "1", "0")]
+def test_pairing_values_compare_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """NaN equals NaN, a missing key equals null, 1 equals 1.0, and a ground truth that numpy
+    stringified equals its list; the other columns may differ."""
+    lines = [
+        f'{{"input": [1, NaN], "gts": {{"target": ["a", "b"], "n": 1}}, "reward_score": {v}}}'
+        for v in ("0.5", "1", "0")
+    ]
     first = write_jsonl(tmp_path / "a.jsonl", lines)
-    second = write_jsonl(tmp_path / "b.jsonl", [line.replace("0.5", "1") for line in lines])
+    changed = [
+        line.replace("0.5", "1")
+        .replace('["a", "b"]', "\"['a' 'b']\"")
+        .replace('"n": 1', '"n": 1.0, "m": null')
+        .replace("}}", '}, "score": NaN, "output": "other"}')
+        for line in lines
+    ]
+    second = write_jsonl(tmp_path / "b.jsonl", changed)
     code, out, _ = _compare(first, second, "--json", capsys=capsys)
-    assert code == 0
-    assert json.loads(out)["columns"]["reward_score"]["mean_b"] == pytest.approx(2 / 3)
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["paired_by"] == {"prompt": "input", "ground_truth": "gts"}
+    assert report["columns"]["reward_score"]["mean_b"] == pytest.approx(2 / 3)
 
 
 def test_a_column_that_stops_holding_numbers(
@@ -175,7 +195,7 @@ def test_a_column_that_stops_holding_numbers(
     second = write_jsonl(tmp_path / "b.jsonl", rows_b)
     code, out, _ = _compare(first, second, capsys=capsys)
     assert code == 0
-    assert f'not compared: reward_acc: row 4 of {second} holds "n/a", not a finite number' in out
+    assert f'not compared: reward_acc: row 4 of {second} holds "n/a", not a number' in out
     assert f"not compared: reward_extra: only in {second}" in out
     assert "reward_score" in out
 
@@ -198,25 +218,187 @@ def test_row_counts_differ(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert f"{second} has 9 rows but {first} has 12" in message
 
 
-def test_inputs_differ(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_responses_and_other_columns_may_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rows = _rows(10)
     first = write_jsonl(tmp_path / "a.jsonl", rows)
     changed = _rows(10)
     changed[6]["response"] += " (edited)"
+    changed[8]["ability"] = "other"
+    changed[4]["tag"] = "x"
+    second = write_jsonl(tmp_path / "b.jsonl", changed)
+    code, out, err = _compare(first, second, "--json", capsys=capsys)
+    assert (code, err) == (0, "")
+    assert json.loads(out)["rows"] == 10
+
+
+def test_ground_truths_must_be_equal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = write_jsonl(tmp_path / "a.jsonl", _rows(10))
+    verl_input = _rows(10)
+    verl_input[2]["reward_model"]["ground_truth"]["target"] = ["other"]
+    second = write_jsonl(tmp_path / "b.jsonl", verl_input)
+    assert _refused(capsys, first, second) == (
+        f"reward-plugins: error: compare: row 3 of {first} and row 3 of {second} have the same "
+        "prompt but different ground truths (column 'reward_model.ground_truth'); compare two "
+        "outputs of the same prompts"
+    )
+
+
+def test_prompts_that_cannot_be_paired(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _rows(10)
+    first = write_jsonl(tmp_path / "a.jsonl", rows)
+    changed = _rows(10)
     changed[8]["prompt"] = "other"
     second = write_jsonl(tmp_path / "b.jsonl", changed)
     message = _refused(capsys, first, second)
-    assert f"row 7: the input column 'response' differs between {first} and {second}" in message
-    reordered = write_jsonl(tmp_path / "c.jsonl", rows[1:] + rows[:1])
-    assert "row 1: the input column" in _refused(capsys, first, reordered)
-    verl_input = _rows(10)
-    verl_input[2]["reward_model"]["ground_truth"]["target"] = ["other"]
-    third = write_jsonl(tmp_path / "d.jsonl", verl_input)
-    assert "row 3: the input column 'reward_model' differs" in _refused(capsys, first, third)
-    extra = _rows(10)
-    extra[4]["tag"] = "x"
-    fourth = write_jsonl(tmp_path / "e.jsonl", extra)
-    assert f"row 5: the input column 'tag' is only in {fourth}" in _refused(capsys, first, fourth)
+    assert message.endswith(
+        f'row 9 of {first}: its prompt [{{"role": "user", "content": "Questio... is '
+        f"not in {second}; compare two outputs of the same prompts (column 'prompt')"
+    )
+    doubled = write_jsonl(tmp_path / "c.jsonl", [*rows[:4], rows[3], *rows[5:]])  # 5th is 4th
+    message = _refused(capsys, first, doubled)
+    assert f"row 5 of {first}: its prompt" in message and f"is not in {doubled}" in message
+    message = _refused(capsys, doubled, first)
+    assert f"row 5 of {doubled}: its prompt" in message
+    assert f"has 2 rows in {doubled} but 1 in {first}" in message
+    assert _refused(capsys, first, first, "--prompt-column", "missing") == (
+        f"reward-plugins: error: compare: row 1 of {first}: no prompt column 'missing'; columns: "
+        f"{', '.join(rows[0])}; name it with --prompt-column"
+    )
+    dump = write_jsonl(tmp_path / "dump.jsonl", dump_rows(3))
+    message = _refused(capsys, dump, first)
+    assert message.endswith(
+        f"row 1 of {first}: no prompt column 'input' (it is in {dump}); name it with "
+        "--prompt-column"
+    )
+    no_prompt = _rows(3)
+    del no_prompt[1]["prompt"]
+    third = write_jsonl(tmp_path / "d.jsonl", no_prompt)
+    assert _refused(capsys, third, third).endswith(
+        f"row 2 of {third}: no prompt (column 'prompt'); rows are paired by prompt"
+    )
+
+
+def test_rows_pair_by_prompt_in_any_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GRPO's n samples of a prompt pair in their order of occurrence; the values are paired
+    in A's order, so that shuffling B changes nothing."""
+    rows_a = [row for row in _rows(12) for _ in range(3)]  # 3 samples per prompt
+    rows_b = []
+    for index, row in enumerate(rows_a):
+        rows_b.append({**row, "reward_score": float(index % 5 == 0), "response": f"r{index}"})
+    first = write_jsonl(tmp_path / "a.jsonl", rows_a)
+    in_order = write_jsonl(tmp_path / "b.jsonl", rows_b)
+    groups = [rows_b[start : start + 3] for start in range(0, len(rows_b), 3)]
+    shuffled = [row for group in groups[::-2] + groups[::2] for row in group]
+    interleaved = [group[k] for k in range(3) for group in groups[::-1]]
+    reports = []
+    for index, rows in enumerate((shuffled, interleaved)):
+        path = write_jsonl(tmp_path / f"shuffled{index}.jsonl", rows)
+        code, out, _ = _compare(first, path, "--json", capsys=capsys)
+        assert code == 0
+        reports.append(json.loads(out))
+    code, out, _ = _compare(first, in_order, "--json", capsys=capsys)
+    expected = json.loads(out)
+    assert expected["rows"] == 36
+    score = paired_test_values(
+        [row["reward_score"] for row in rows_a], [row["reward_score"] for row in rows_b]
+    )
+    assert expected["columns"]["reward_score"]["p_value"] == score.p_value
+    for report in reports:
+        assert report["columns"] == expected["columns"]
+
+
+def test_two_checkpoints(tmp_path: Path) -> None:
+    """Dumps of two checkpoints: the same prompts, other responses, logged scores and steps."""
+    checkpoint_10, checkpoint_20 = dump_rows(30, seed=1), dump_rows(30, seed=1)
+    others = dump_rows(30, seed=2)
+    for row, other in zip(checkpoint_20, others, strict=True):
+        row.update(output=other["output"], score=1.0, step=20)
+    runs = tmp_path / "runs"
+    (runs / "10").mkdir(parents=True)
+    (runs / "20").mkdir()
+    write_jsonl(runs / "10" / "10.jsonl", checkpoint_10)
+    write_jsonl(runs / "20" / "20.jsonl", checkpoint_20[::-1])
+    for step in ("10", "20"):
+        scored = run_cli(
+            "score", runs / step, "-o", tmp_path / "rescored" / step, "--data-source",
+            "searchR1_nq",
+        )  # fmt: skip
+        assert scored.returncode == 0, scored.stderr
+    first = tmp_path / "rescored" / "10" / "10.jsonl"
+    second = tmp_path / "rescored" / "20" / "20.jsonl"
+    result = run_cli("compare", first, second)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines()[2].startswith(
+        "30 rows paired by prompt 'input' and ground truth 'gts'; "
+    )
+    expected = paired_test_values(
+        _column(first, "reward_score"), _column(second, "reward_score")[::-1]
+    )
+    line = next(line for line in result.stdout.splitlines() if line.startswith("reward_score"))
+    assert line.split()[1:] == [
+        f"{expected.score_a:.4f}",
+        f"{expected.score_b:.4f}",
+        f"{expected.difference:+.4f}",
+        f"{expected.p_value:.4f}",
+    ]
+
+
+def test_numbers_that_are_not_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A result column holding a bool, NaN, infinity, an integer beyond a float, a float whose
+    sums overflow, or a string is listed as not compared, with its first such row; the others
+    are compared."""
+    odd = {  # column: (its value in A, its JSON in row 3 of B)
+        "reward_big": (1, str(10**400)),
+        "reward_huge": (1.0, "1e308"),
+        "reward_flag": (1.0, "true"),
+        "reward_nan": (0.0, "NaN"),
+        "reward_inf": (1.0, "-Infinity"),
+        "reward_text": (0.5, '"high"'),
+    }
+    rows = [{**row, **{name: value for name, (value, _) in odd.items()}} for row in _rows(4)]
+    first = write_jsonl(tmp_path / "a.jsonl", rows)
+    lines = [json.dumps(row) for row in rows]
+    plain = json.dumps({k: v for k, v in rows[2].items() if k not in odd})
+    lines[2] = plain[:-1] + "".join(f', "{name}": {text}' for name, (_, text) in odd.items()) + "}"
+    second = write_jsonl(tmp_path / "b.jsonl", lines)
+    code, out, err = _compare(first, second, "--json", capsys=capsys)
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert list(report["columns"]) == ["reward_score", "reward_acc"]
+    row = f"row 3 of {second}"
+    assert report["not_compared"] == {
+        "reward_big": f"{row} holds an integer of about 401 digits, beyond the range of a float",
+        "reward_huge": f"{row} holds 1e+308, too large: a sum over the 4 rows would leave the "
+        "range of a float",
+        "reward_flag": f"{row} holds true, not a number",
+        "reward_nan": f"{row} holds nan, not a finite number",
+        "reward_inf": f"{row} holds -inf, not a finite number",
+        "reward_text": f'{row} holds "high", not a number',
+    }
+
+
+def test_surrogates_are_printed_as_escapes(tmp_path: Path) -> None:
+    """Lone surrogates in a prompt and in a column name: paired, and printed as escapes."""
+    lines = [
+        f'{{"input": "q{i} \\udc80", "gts": ["\\ud800"], "reward_\\udcff": {i % 2}}}'
+        for i in range(4)
+    ]
+    first = write_jsonl(tmp_path / "a.jsonl", lines)
+    second = write_jsonl(tmp_path / "b.jsonl", lines[::-1])
+    env = {"PYTHONIOENCODING": "utf-8"}  # strict: a lone surrogate cannot be printed
+    result = run_cli("compare", first, second, env=env)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines()[-1].split() == [
+        "reward_\\udcff", "0.5000", "0.5000", "+0.0000", "1.0000"
+    ]  # fmt: skip
+    header, row = result.stdout.splitlines()[-2:]
+    assert len(header) == len(row)  # aligned on the escape
+    result = run_cli("compare", first, second, "--json", env=env)
+    assert json.loads(result.stdout)["columns"]["reward_\udcff"]["p_value"] == 1.0
 
 
 def test_counts_are_reported_before_inputs(
@@ -250,10 +432,12 @@ def test_unusable_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_parquet_of_other_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    first = write_jsonl(tmp_path / "a.jsonl", [{"q": "x", "reward_score": 1.0}])
+    first = write_jsonl(tmp_path / "a.jsonl", [{"input": "x", "reward_score": 1.0}])
     second = tmp_path / "b.parquet"
-    pq.write_table(pa.Table.from_pylist([{"q": "y", "reward_score": 0.0}]), second)
-    assert "row 1: the input column 'q' differs" in _refused(capsys, first, second)
+    pq.write_table(pa.Table.from_pylist([{"input": "y", "reward_score": 0.0}]), second)
+    message = _refused(capsys, first, second)
+    assert f"{first} and {second}" not in message
+    assert f'row 1 of {first}: its prompt "x" is not in {second}' in message
 
 
 def test_usage_errors_exit_2() -> None:
@@ -279,8 +463,9 @@ def test_subprocess_refusal_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
-        f"reward-plugins: error: compare: {first} has 4 rows but {second} has 5; compare two "
-        "outputs of the same inputs\n"
+        f"reward-plugins: error: compare: {first} has 4 rows but {second} has 5; row 5 of "
+        f'{second}: its prompt [{{"role": "user", "content": "Questio... is not in {first}; '
+        "compare two outputs of the same prompts (column 'prompt')\n"
     )
 
 
@@ -305,5 +490,53 @@ def test_list_shows_the_metrics() -> None:
 
 
 def test_compare_is_documented() -> None:
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    docs = (REPO / "docs" / "cli.md").read_text()
     assert "reward-plugins compare A B" in docs
+
+
+def test_the_documented_comparison_runs_as_shown(tmp_path: Path) -> None:
+    """The bash block of docs/cli.md's comparison section runs as written and prints its text
+    block."""
+    result, shown = run_docs_block("## Comparing two outputs", tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == shown + "\n"
+    assert json.loads((tmp_path / "comparison.json").read_text())["paired_by"] == {
+        "prompt": "input",
+        "ground_truth": "gts",
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.sampled_from([0.0, 0.5, 1.0])), min_size=1,
+             max_size=20),
+    st.randoms(use_true_random=False),
+)  # fmt: skip
+def test_pairing_follows_the_prompts_whatever_the_order(
+    rows_a: list[tuple[int, float]], rng: random.Random
+) -> None:
+    """B's rows in any order that keeps each prompt's rows in order pair with A's rows as B in
+    A's order does: the k-th row of a prompt with the k-th, the values in A's order."""
+    values_b = [rng.choice([0.0, 1.0]) for _ in rows_a]
+    order = list(range(len(rows_a)))
+    rng.shuffle(order)
+    positions: dict[int, list[int]] = {}
+    for index, (prompt, _) in enumerate(rows_a):
+        positions.setdefault(prompt, []).append(index)
+    shuffled = [positions[rows_a[index][0]].pop(0) for index in order]  # in-prompt order kept
+    with tempfile.TemporaryDirectory() as directory:
+        first, second = Path(directory, "a.jsonl"), Path(directory, "b.jsonl")
+        write_jsonl(first, [{"input": f"q{p}", "reward_score": v} for p, v in rows_a])
+        write_jsonl(
+            second,
+            [{"input": f"q{rows_a[i][0]}", "reward_score": values_b[i]} for i in shuffled],
+        )
+        pairing = paired_columns(first, second)
+    column = pairing.columns["reward_score"]
+    assert (pairing.rows, pairing.prompt_column, pairing.ground_truth_column) == (
+        len(rows_a),
+        "input",
+        None,
+    )
+    assert list(column.values_a) == [value for _, value in rows_a]
+    assert list(column.values_b) == values_b

@@ -220,6 +220,12 @@ def _path_case(tmp_path: Path, rows_file: Path, case: str) -> tuple[list[Any], s
             f"output {tmp_path / 'file.txt'}: not a directory (a run of 2 files is written to a "
             "directory, one file per input; --merge writes one file)",
         ),
+        "run output named like a file": (
+            [run_dir, "-o", tmp_path / "one.jsonl"],
+            f"output {tmp_path / 'one.jsonl'}: names a file, but a run of 2 files is written to "
+            f"a directory, one file per input: give --merge to write them all to "
+            f"{tmp_path / 'one.jsonl'}, or a directory name",
+        ),
         "merge output is a directory": (
             [run_dir, "--merge", "-o", tmp_path / "dir.jsonl"],
             f"output {tmp_path / 'dir.jsonl'}: is a directory, not a file",
@@ -262,6 +268,7 @@ PATH_CASES = [
     "output is a directory",
     "output under a file",
     "run output is a file",
+    "run output named like a file",
     "merge output is a directory",
     "two inputs with one name",
     "unsupported output format",
@@ -884,3 +891,20 @@ def test_bad_rows_in_the_next_input_keep_the_files_completed_before(tmp_path: Pa
     (row,) = read_jsonl(run_dir / "1.jsonl")[:1]
     expected = dict(reward_plugins.compute_score(SOURCE, row["output"], row["gts"]))
     assert reward_values(read_jsonl(tmp_path / "out" / "1.jsonl")[0]) == expected
+
+
+def test_one_skipped_row_and_an_unknown_data_source_read_as_sentences(tmp_path: Path) -> None:
+    rows = [{**row, "data_source": "searchR1_nq"} for row in dump_rows(3)]
+    rows[1]["data_source"] = "nq"
+    source = write_jsonl(tmp_path / "rows.jsonl", rows)
+    result = run_cli("score", source, "-o", tmp_path / "o.jsonl", "--on-error", "skip")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"scored 2 of 3 rows of {source} with compute_score ")
+    assert lines[2] == (
+        f"skipped 1 row: 1 unknown data source; all in {tmp_path / 'o.jsonl.failures.jsonl'}"
+    )
+    assert lines[3].startswith(
+        f"  {source}: line 2: unknown data source: no scorer is registered for "
+        "data_source='nq'. Registered data sources: searchR1_2wikimultihopqa, "
+    )

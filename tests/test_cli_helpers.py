@@ -17,9 +17,12 @@ SOURCES = ("searchR1_nq", "searchR1_triviaqa", "searchR1_hotpotqa", "searchR1_ba
 KINDS = ("correct", "variant", "superset", "wrong", "missing", "spam")
 
 
-def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m reward_plugins ARGS`` with this checkout first on the path."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def run_cli(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m reward_plugins ARGS`` with this checkout first on the path (and ``env``
+    added to the environment)."""
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "reward_plugins", *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
@@ -180,6 +183,21 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
     assert TEMP_SUFFIX not in result.stderr, result.stderr
     assert result.stdout == "", result.stdout
     return result.stderr[len(prefix) : -1]
+
+
+def run_docs_block(heading: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the first ``bash`` block under ``heading`` of docs/cli.md in ``cwd``, with this
+    checkout's ``reward-plugins`` first; returns the result and the section's first ``text``
+    block (what the docs say it prints)."""
+    docs = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = docs[docs.index(f"\n{heading}\n") :]
+    script = section.split("```bash\n", 1)[1].split("\n```", 1)[0]
+    shown = section.split("```text\n", 1)[1].split("\n```", 1)[0] if "```text" in section else ""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": path}
+    command = ["bash", "-e", "-c", script]
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return result, shown
 
 
 def run_cli_in_shell(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from test_cli_helpers import (
@@ -26,6 +27,7 @@ from test_cli_helpers import (
     read_jsonl,
     reward_values,
     run_cli,
+    run_docs_block,
     temporaries,
     verl_dump_line,
     write_jsonl,
@@ -480,7 +482,7 @@ def test_the_first_bad_row_of_a_run_keeps_the_files_completed_before(tmp_path: P
         "score", run_dir, "-o", out, *NQ, "--resume", "--summary-json", tmp_path / "s"
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert "resumed: 1 complete output(s) kept as they are" in resumed.stdout
+    assert "resumed: kept 1 complete output as written" in resumed.stdout
     assert (out / "1.jsonl").stat().st_ino == first.st_ino
     assert summary_of(tmp_path / "s")["resumed_files"] == [str(run_dir / "1.jsonl")]
     assert_scored(read_jsonl(out / "3.jsonl"), steps[3])
@@ -523,6 +525,8 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
             "sha256": _one_chunk_hash(run_dir / f"{step}.jsonl"),
             "rows": len(rows),
             "scored": len(rows),
+            "output_size": (out / f"{step}.jsonl").stat().st_size,
+            "output_crc32": f"{zlib.crc32((out / f'{step}.jsonl').read_bytes()):08x}",
         }
         for step, rows in steps.items()
     }
@@ -542,9 +546,11 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
         result = run_cli("score", run_dir, *args)
         assert result.returncode == 0, result.stderr
         resumed: list[str] = summary_of(summary)["resumed_files"]
-        if resumed:
-            kept = f"resumed: {len(resumed)} complete output(s) kept as they are"
-            assert kept in result.stdout.splitlines()
+        if len(resumed) == len(names):
+            assert result.stdout == f"resumed: all 3 outputs of {out} complete; nothing to score\n"
+        elif resumed:
+            noun = "output" if len(resumed) == 1 else "outputs"
+            assert f"resumed: kept {len(resumed)} complete {noun} as written" in result.stdout
         return resumed
 
     before = identities()  # everything complete: nothing rewritten
@@ -568,6 +574,32 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
     assert files["2.jsonl"]["size"] == (run_dir / "2.jsonl").stat().st_size
     assert files["3.jsonl"]["sha256"] == _one_chunk_hash(run_dir / "3.jsonl")
 
+    # An output truncated, or edited without changing its size, after it was written: redone.
+    complete = {name: (out / name).read_bytes() for name in names}
+    (out / "1.jsonl").write_bytes(complete["1.jsonl"][:-40])
+    edited = complete["2.jsonl"].replace(b'"reward_em":1.0', b'"reward_em":0.0', 1)
+    assert edited != complete["2.jsonl"]
+    (out / "2.jsonl").write_bytes(edited)
+    result = run_cli("score", run_dir, "-o", out, *NQ, "--resume", "--summary-json", summary)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:3] == [
+        "resumed: kept 1 complete output as written",
+        f"resumed: 2 outputs differ in size or CRC-32 from when written (truncated or edited "
+        f"since), scored again: {out / '1.jsonl'}, {out / '2.jsonl'}",
+    ]
+    assert summary_of(summary)["changed_outputs"] == [str(out / "1.jsonl"), str(out / "2.jsonl")]
+    assert {name: (out / name).read_bytes() for name in names} == complete
+    assert resume() == [str(run_dir / name) for name in names]
+
+    # Entries without the output's fingerprint (an older manifest): scored, not called changed.
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    for entry in manifest["files"].values():
+        del entry["output_size"], entry["output_crc32"]
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest))
+    assert resume() == []
+    assert summary_of(summary)["changed_outputs"] == []
+    assert {name: (out / name).read_bytes() for name in names} == complete
+
     # A deleted output is written again.
     (out / "1.jsonl").unlink()
     assert resume() == [str(run_dir / "2.jsonl"), str(run_dir / "3.jsonl")]
@@ -581,6 +613,74 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
     assert manifest["settings"]["options"] == {"format_score": 0.1}
     assert sorted(manifest["files"]) == sorted(names)
     assert temporaries(tmp_path) == []
+
+
+# ------------------------------------------------------------------------------ extra_info
+
+
+TOOL_CALL_RESPONSE = (
+    '<tool_call>{"name": "search", "arguments": {"query": "capital"}}</tool_call>'
+    "<tool_response>Paris is the capital.</tool_response><answer> Paris </answer>"
+)
+
+
+def test_tool_rewards_of_a_dump_are_re_scored(tmp_path: Path) -> None:
+    """A multi-turn dump's ``tool_rewards`` column reaches ``compute_score_tool`` as
+    ``extra_info["tool_rewards"]``, as verl's reward manager hands it over."""
+    rows = [
+        {"input": "q", "output": TOOL_CALL_RESPONSE, "gts": ["Paris"], "tool_rewards": rewards}
+        for rewards in ([0.25, 0.5], [], None)
+    ]
+    rows.append({**rows[0], "num_turns": 3})
+    del rows[2]["tool_rewards"]
+    source = write_jsonl(tmp_path / "1.jsonl", rows)
+    scores = {}
+    for weight in (0, 1):
+        out = tmp_path / f"weight{weight}.jsonl"
+        args = ("--scorer", "compute_score_tool", "--set", f"tool_reward_weight={weight}")
+        result = run_cli("score", source, "-o", out, *NQ, *args)
+        assert result.returncode == 0, result.stderr
+        scores[weight] = [row["reward_score"] for row in read_jsonl(out)]
+        assert [row["reward_tool_reward_sum"] for row in read_jsonl(out)] == [0.75, 0, 0, 0.75]
+    assert scores[0] == [1.0] * 4
+    assert scores[1] == [1.75, 1.0, 1.0, 1.75]
+    expected = reward_plugins.compute_score_tool(
+        SOURCE, TOOL_CALL_RESPONSE, ["Paris"], {"tool_rewards": [0.25, 0.5]},
+        tool_reward_weight=1,
+    )  # fmt: skip
+    assert reward_values(read_jsonl(tmp_path / "weight1.jsonl")[0]) == dict(expected)
+
+
+def test_the_documented_tool_rewards_run(tmp_path: Path) -> None:
+    result, _ = run_docs_block("## What the scorer receives", tmp_path)
+    assert result.returncode == 0, result.stderr
+    (row,) = read_jsonl(tmp_path / "turns.scored.jsonl")
+    assert (row["reward_score"], row["reward_tool_reward_sum"]) == (1.75, 0.75)
+
+
+def test_the_extra_info_column_of_a_dataset(tmp_path: Path) -> None:
+    """A verl dataset's ``extra_info`` mapping (a parquet struct), with a row's agent-loop
+    columns laid over it; an ``extra_info`` that is not a mapping is a bad row."""
+    rows = [
+        {"prompt": "q", "response": TOOL_CALL_RESPONSE, "reward_model": {"ground_truth": ["Paris"]},
+         "extra_info": {"index": index, "tool_rewards": [0.5] * index}, "tool_rewards": None}
+        for index in range(3)
+    ]  # fmt: skip
+    rows[2]["tool_rewards"] = [2.0]  # laid over extra_info's, where it is not null
+    source = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), source)
+    out = tmp_path / "out.parquet"
+    args = ("--scorer", "compute_score_tool", "--set", "tool_reward_weight=1")
+    result = run_cli("score", source, "-o", out, *NQ, *args)
+    assert result.returncode == 0, result.stderr
+    assert pq.read_table(out).column("reward_tool_reward_sum").to_pylist() == [0.0, 0.5, 2.0]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{**rows[0], "extra_info": "index=0"}])
+    result = run_cli("score", bad, "-o", tmp_path / "bad.out.jsonl", *NQ, *args)
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"reward-plugins: error: {bad}: line 1: extra_info (column 'extra_info') must be an "
+        "object, got str"
+    )
 
 
 # -------------------------------------------------------------- stringified ground truths
@@ -671,6 +771,7 @@ def test_summary_json_has_a_series_per_step(tmp_path: Path) -> None:
         "input",
         "files",
         "resumed_files",
+        "changed_outputs",
         "output",
         "failures_file",
         "scorer",

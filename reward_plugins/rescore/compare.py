@@ -1,103 +1,198 @@
-"""Pairing two ``score`` outputs of the same inputs, row by row, for ``reward-plugins compare``.
+"""Pairing two ``score`` outputs of the same prompts, row by row, for ``reward-plugins compare``.
 
-The result columns are the ``reward_*`` columns holding a number in the first row of either
-output; every other column (verl's ``reward_model`` mapping included) is an input and must be
-equal in both, row for row.
+Rows are paired by their prompt: the first row of A with a given prompt with the first row of B
+with that prompt, the second with the second (GRPO's n samples of one prompt), whatever the
+order of the files. Paired rows must have the same ground truth; every other column may differ
+(the responses of two checkpoints do). The result columns are the ``reward_*`` columns holding
+a number in the first row of either output.
 """
 
 from __future__ import annotations
 
 import array
 import dataclasses
+import hashlib
 import itertools
 import json
 import math
 import numbers
-from collections.abc import Iterator, Mapping
+import sys
+from collections import Counter, deque
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from reward_plugins.rescore import rows
 from reward_plugins.rescore.execute import RescoreError, read_chunks
 from reward_plugins.rescore.files import PathError, file_format
-from reward_plugins.rescore.rows import RESULT_PREFIX
+from reward_plugins.rescore.rows import GROUND_TRUTH_COLUMNS, RESULT_PREFIX
+
+PROMPT_COLUMNS: tuple[str, ...] = ("input", "prompt")
+"""Prompt columns looked for, in this order: verl's dumps call it ``input``, its datasets
+``prompt``."""
 
 _ENDED: Any = object()
-"""Fills the rows of the shorter output while the longer one is counted."""
+"""Fills the rows of the shorter output while the longer one is read."""
 
 
 class CompareRefused(RescoreError):
-    """Two outputs that cannot be paired; the message names the paths."""
+    """Two outputs that cannot be paired; the message names the paths and the first row."""
 
 
 @dataclasses.dataclass
 class Column:
-    """The values of one ``reward_*`` column in A and B, or why it is not compared."""
+    """The paired values of one ``reward_*`` column in A and B, or why it is not compared."""
 
     values_a: array.array[float] = dataclasses.field(default_factory=lambda: array.array("d"))
     values_b: array.array[float] = dataclasses.field(default_factory=lambda: array.array("d"))
     problem: str | None = None
+    largest: float = 0.0  # the value of largest magnitude, and where it is
+    largest_at: str = ""
 
 
-def paired_columns(first: Path, second: Path) -> tuple[int, dict[str, Column], dict[str, str]]:
-    """Read A and B in step: the number of rows, the result columns of both, and why the other
-    result columns are not compared.
+@dataclasses.dataclass
+class Pairing:
+    """What :func:`paired_columns` found: the number of paired rows, the columns compared,
+    those not compared (name -> reason), and the columns the rows were paired by."""
 
-    Result columns are the ``reward_*`` columns holding a number in the first row of A or B;
-    every other column (verl's ``reward_model`` mapping included) is an input, equal in A and B.
+    rows: int
+    columns: dict[str, Column]
+    not_compared: dict[str, str]
+    prompt_column: str
+    ground_truth_column: str | None
+
+
+class _Row(NamedTuple):
+    """A row waiting for its partner: its 1-based row number, its ground truth's digest and its
+    result values (NaN where the column cannot be compared)."""
+
+    number: int
+    truth: bytes
+    values: tuple[float, ...]
+
+
+def paired_columns(
+    first: Path,
+    second: Path,
+    prompt_column: str | None = None,
+    ground_truth_column: str | None = None,
+) -> Pairing:
+    """Read A and B, pair their rows by prompt, and collect the result columns of both, in the
+    order of A's rows.
+
+    The prompt column is ``prompt_column``, else the first of :data:`PROMPT_COLUMNS` in A's
+    first row; the ground-truth column is ``ground_truth_column``, else the first of
+    :data:`rows.GROUND_TRUTH_COLUMNS` in A's first row (none: rows pair by prompt alone).
+    Values are compared as JSON: a missing mapping key equals ``null``, ``1`` equals ``1.0``,
+    NaN equals NaN, and a ground truth that numpy stringified equals its list.
 
     Raises:
         PathError, RescoreError: a path that is not a readable output.
-        CompareRefused: the row counts differ, an input column differs, a row does not parse, no
-            row, or no column to compare.
+        CompareRefused: no row, no prompt column, a row that does not parse or has no prompt, a
+            row without a partner (a prompt in one file only, or with more rows in one file), a
+            differing ground truth, or no column to compare.
     """
-    rows_a, rows_b = output_rows(first), output_rows(second)
-    columns: dict[str, Column] = {}
-    skipped: dict[str, str] = {}
-    results: frozenset[str] = frozenset()
-    mismatch: str | None = None
-    count = count_a = count_b = 0
-    for record_a, record_b in itertools.zip_longest(rows_a, rows_b, fillvalue=_ENDED):
-        count_a += record_a is not _ENDED
-        count_b += record_b is not _ENDED
-        if record_a is _ENDED or record_b is _ENDED:
-            continue  # counting the rows of the longer output
-        count += 1
-        if count == 1:
-            columns, skipped = _result_columns(record_a, record_b, first, second)
-            results = frozenset([*columns, *skipped])
-        if mismatch is None:
-            mismatch = _input_difference(record_a, record_b, results, count, (first, second))
-        if mismatch is None:
-            for name, column in columns.items():
-                _add_values(column, record_a.get(name), record_b.get(name), count, first, second)
-    if count_a != count_b:
-        raise CompareRefused(
-            f"{first} has {count_a} rows but {second} has {count_b}; compare two outputs of "
-            "the same inputs"
+    paths = (first, second)
+    streams = (output_rows(first), output_rows(second))
+    head_a, head_b = (next(stream, None) for stream in streams)
+    if head_a is None or head_b is None:
+        empty = " and ".join(
+            str(path) for path, head in zip(paths, (head_a, head_b), strict=True) if head is None
         )
-    if mismatch is not None:
-        raise CompareRefused(
-            f"{mismatch}; compare two outputs of the same inputs, in the same order"
-        )
-    if count == 0:
-        raise CompareRefused(f"{first} and {second} have no rows")
-    for name, column in list(columns.items()):
-        if column.problem is not None:
-            skipped[name] = column.problem
-            del columns[name]
-    if not columns:
-        grouped: dict[str, list[str]] = {}
-        for name, why in skipped.items():
-            grouped.setdefault(why if why.startswith("only in ") else "not numbers", []).append(
-                name
+        raise CompareRefused(f"{empty} {'have' if ' and ' in empty else 'has'} no rows")
+    prompt = _pairing_column(head_a, head_b, prompt_column, PROMPT_COLUMNS, "prompt", paths)
+    truth = _pairing_column(
+        head_a, head_b, ground_truth_column, GROUND_TRUTH_COLUMNS, "ground truth", paths
+    )
+    columns, not_compared = _result_columns(head_a, head_b, first, second)
+    names = tuple(columns)
+    waiting: tuple[dict[bytes, deque[_Row]], dict[bytes, deque[_Row]]] = ({}, {})
+    seen: tuple[Counter[bytes], Counter[bytes]] = (Counter(), Counter())
+    counts = [0, 0]
+    order = array.array("q")  # the row number in A of each pair, in the order they were paired
+    both = itertools.zip_longest(
+        itertools.chain([head_a], streams[0]), itertools.chain([head_b], streams[1]),
+        fillvalue=_ENDED,
+    )  # fmt: skip
+    record: dict[str, Any]
+    for pair in both:
+        for side, record in enumerate(pair):
+            if record is _ENDED:
+                continue
+            counts[side] += 1
+            number, path = counts[side], paths[side]
+            key = _digest(_prompt_of(record, prompt, number, path), "prompt", number, path)
+            seen[side][key] += 1
+            truth_value = None if truth is None else _truth_of(record, truth)
+            row = _Row(
+                number,
+                _digest(truth_value, "ground truth", number, path),
+                tuple(_value(record, name, columns[name], number, path) for name in names),
             )
-        reasons = "; ".join(f"{why}: {', '.join(names)}" for why, names in grouped.items())
-        raise CompareRefused(
-            f"no {RESULT_PREFIX}* column holds numbers in both {first} and {second}"
-            + (f" ({reasons})" if reasons else "")
-        )
-    return count, columns, skipped
+            partners = waiting[1 - side].get(key)
+            if not partners:
+                waiting[side].setdefault(key, deque()).append(row)
+                continue
+            partner = partners.popleft()
+            if not partners:
+                del waiting[1 - side][key]
+            row_a, row_b = (partner, row) if side else (row, partner)
+            if row_a.truth != row_b.truth:
+                raise CompareRefused(
+                    f"row {row_a.number} of {first} and row {row_b.number} of {second} have the "
+                    f"same prompt but different ground truths (column {truth!r}); compare two "
+                    "outputs of the same prompts"
+                )
+            order.append(row_a.number)
+            for name, value_a, value_b in zip(names, row_a.values, row_b.values, strict=True):
+                if columns[name].problem is None:
+                    columns[name].values_a.append(value_a)
+                    columns[name].values_b.append(value_b)
+    if waiting[0] or waiting[1]:
+        raise CompareRefused(_unpaired(waiting, seen, counts, paths, prompt))
+    _finish_columns(columns, not_compared, order)
+    if not columns:
+        raise CompareRefused(_nothing_to_compare(not_compared, first, second))
+    return Pairing(len(order), columns, not_compared, prompt, truth)
+
+
+def _finish_columns(
+    columns: dict[str, Column], not_compared: dict[str, str], order: Sequence[int]
+) -> None:
+    """Move the columns that cannot be compared (a value that is not a finite number, or so
+    large that a sum over the rows overflows) to ``not_compared``, and put the others' pairs in
+    A's row ``order``."""
+    rows = len(order)
+    limit = sys.float_info.max / (2 * max(1, rows))  # any sum of differences stays finite
+    reordered = any(later < earlier for earlier, later in itertools.pairwise(order))
+    in_a_order = sorted(range(rows), key=order.__getitem__) if reordered else []
+    for name, column in list(columns.items()):
+        if column.problem is None and abs(column.largest) > limit:
+            column.problem = (
+                f"{column.largest_at} holds {column.largest!r}, too large: a sum over the "
+                f"{rows} rows would leave the range of a float"
+            )
+        if column.problem is not None:
+            not_compared[name] = column.problem
+            del columns[name]
+        elif reordered:
+            column.values_a = array.array("d", map(column.values_a.__getitem__, in_a_order))
+            column.values_b = array.array("d", map(column.values_b.__getitem__, in_a_order))
+
+
+def _nothing_to_compare(not_compared: Mapping[str, str], first: Path, second: Path) -> str:
+    """The refusal when no column is left: the columns only in one file, grouped by file, and
+    each other column with its reason."""
+    only_in: dict[str, list[str]] = {}
+    reasons = []
+    for name, why in not_compared.items():
+        if why.startswith("only in "):
+            only_in.setdefault(why, []).append(name)
+        else:
+            reasons.append(f"{name}: {why}")
+    reasons = [f"{why}: {', '.join(names)}" for why, names in only_in.items()] + reasons
+    listed = f" ({'; '.join(reasons)})" if reasons else ""
+    return f"no {RESULT_PREFIX}* column holds numbers in both {first} and {second}{listed}"
 
 
 def output_rows(path: Path) -> Iterator[dict[str, Any]]:
@@ -126,6 +221,117 @@ def output_rows(path: Path) -> Iterator[dict[str, Any]]:
     return generate()
 
 
+def _pairing_column(
+    head_a: Mapping[str, Any],
+    head_b: Mapping[str, Any],
+    given: str | None,
+    candidates: Sequence[str],
+    role: str,
+    paths: tuple[Path, Path],
+) -> Any:
+    """The column the rows pair by, found in A's first row and required in B's: ``given`` or
+    the first of ``candidates``; ``None`` for an absent ground truth that was not asked for.
+
+    Raises:
+        CompareRefused: the prompt column (or a given column) is absent from a first row.
+    """
+    option = "--prompt-column" if role == "prompt" else "--ground-truth-column"
+    try:
+        name = rows.find_column([head_a], given, candidates, role, option, f"row 1 of {paths[0]}")
+    except ValueError as error:
+        if role == "prompt" or given is not None:
+            raise CompareRefused(str(error)) from None
+        return None
+    if rows.column_value(head_b, name) is None and name not in head_b:
+        raise CompareRefused(
+            f"row 1 of {paths[1]}: no {role} column {name!r} (it is in {paths[0]}); name it "
+            f"with {option}"
+        )
+    return name
+
+
+def _prompt_of(record: Mapping[str, Any], column: str, number: int, path: Path) -> Any:
+    value = rows.column_value(record, column)
+    if value is None:
+        raise CompareRefused(
+            f"row {number} of {path}: no prompt (column {column!r}); rows are paired by prompt"
+        )
+    return value
+
+
+def _truth_of(record: Mapping[str, Any], column: str) -> Any:
+    value = rows.column_value(record, column)
+    try:
+        return rows.unstringify(value)[0]
+    except ValueError:  # a numpy array shortened with "...": compared as written
+        return value
+
+
+def _digest(value: Any, role: str, number: int, path: Path) -> bytes:
+    """A 16-byte digest of ``value`` as JSON, the same for values :func:`paired_columns` calls
+    equal.
+
+    Raises:
+        CompareRefused: the value is nested deeper than the interpreter's recursion limit.
+    """
+    try:
+        text = json.dumps(_canonical(value), sort_keys=True, default=repr)
+    except RecursionError:
+        raise CompareRefused(f"row {number} of {path}: the {role} is nested too deeply") from None
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` with mapping keys as strings and ``null`` entries dropped, tuples as lists,
+    integral floats as integers and integers beyond 64 bits in hex."""
+    if isinstance(value, Mapping):
+        return {str(key): _canonical(item) for key, item in value.items() if item is not None}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item) for item in value]
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is int and value.bit_length() > 64:
+        return f"int:{value:x}"  # JSON would write it in decimal, which Python limits
+    return value
+
+
+def _unpaired(
+    waiting: tuple[dict[bytes, deque[_Row]], dict[bytes, deque[_Row]]],
+    seen: tuple[Counter[bytes], Counter[bytes]],
+    counts: Sequence[int],
+    paths: tuple[Path, Path],
+    prompt: str,
+) -> str:
+    """The refusal for rows left without a partner: the row counts if they differ, then the
+    first such row (of A if any) and why."""
+    side = 0 if waiting[0] else 1
+    key, row = min(
+        ((key, queue[0]) for key, queue in waiting[side].items()), key=lambda item: item[1].number
+    )
+    path, other = paths[side], paths[1 - side]
+    shown = _shown(_prompt_at(path, row.number, prompt))
+    if seen[1 - side][key]:
+        why = (
+            f"its prompt {shown} has {seen[side][key]} rows in {path} but "
+            f"{seen[1 - side][key]} in {other}"
+        )
+    else:
+        why = f"its prompt {shown} is not in {other}"
+    totals = ""
+    if counts[0] != counts[1]:
+        totals = f"{paths[0]} has {counts[0]} rows but {paths[1]} has {counts[1]}; "
+    return (
+        f"{totals}row {row.number} of {path}: {why}; compare two outputs of the same prompts "
+        f"(column {prompt!r})"
+    )
+
+
+def _prompt_at(path: Path, number: int, column: str) -> Any:
+    """The prompt of row ``number`` of ``path`` (read again, for a message)."""
+    record = next(itertools.islice(output_rows(path), number - 1, None))
+    return rows.column_value(record, column)
+
+
 def _result_columns(
     record_a: Mapping[str, Any], record_b: Mapping[str, Any], first: Path, second: Path
 ) -> tuple[dict[str, Column], dict[str, str]]:
@@ -146,59 +352,34 @@ def _result_columns(
     return {name: Column() for name in both}, skipped
 
 
-def _input_difference(
-    record_a: Mapping[str, Any],
-    record_b: Mapping[str, Any],
-    results: frozenset[str],
-    row: int,
-    paths: tuple[Path, Path],
-) -> str | None:
-    """Where the input columns (all but the ``results``) of two rows differ, or ``None``.
-
-    A column absent from a row equals ``null`` (a parquet output holds every column in
-    every row); NaN equals NaN.
-    """
-    first, second = paths
-    for name in dict.fromkeys([*record_a, *record_b]):
-        if name in results:
-            continue
-        if not _same_value(record_a.get(name), record_b.get(name)):
-            where = f"row {row}"
-            if name not in record_a or name not in record_b:
-                holder = first if name in record_a else second
-                return f"{where}: the input column {name!r} is only in {holder}"
-            return f"{where}: the input column {name!r} differs between {first} and {second}"
-    return None
-
-
-def _same_value(first: Any, second: Any) -> bool:
-    """Equal JSON values, NaN equal to NaN and a missing mapping key equal to ``null``."""
-    if first == second:
-        return True
-    if isinstance(first, float) and isinstance(second, float):
-        return math.isnan(first) and math.isnan(second)
-    if isinstance(first, Mapping) and isinstance(second, Mapping):
-        keys = dict.fromkeys([*first, *second])
-        return all(_same_value(first.get(key), second.get(key)) for key in keys)
-    if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
-        return all(_same_value(x, y) for x, y in zip(first, second, strict=True))
-    return False
-
-
-def _add_values(
-    column: Column, value_a: Any, value_b: Any, row: int, first: Path, second: Path
-) -> None:
-    """Append a row's values, or record why the column cannot be compared."""
-    if column.problem is not None:
-        return
-    for value, path in ((value_a, first), (value_b, second)):
-        if not isinstance(value, numbers.Real) or not math.isfinite(value):
-            column.problem = f"row {row} of {path} holds {_shown(value)}, not a finite number"
-            return
-    column.values_a.append(float(value_a))
-    column.values_b.append(float(value_b))
+def _value(record: Mapping[str, Any], name: str, column: Column, number: int, path: Path) -> float:
+    """The value of result column ``name`` as a float (the column's largest magnitude kept);
+    NaN, and the column's problem recorded (the first only), when it is not a finite number
+    within a float's range."""
+    value = record.get(name)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        problem = f"holds {_shown(value)}, not a number"
+    else:
+        try:
+            number_value = float(value)
+        except OverflowError:
+            digits = math.floor(math.log10(abs(value))) + 1  # log10 takes any integer
+            problem = f"holds an integer of about {digits} digits, beyond the range of a float"
+        else:
+            if math.isfinite(number_value):
+                if abs(number_value) > abs(column.largest):
+                    column.largest, column.largest_at = number_value, f"row {number} of {path}"
+                return number_value
+            problem = f"holds {_shown(value)}, not a finite number"
+    if column.problem is None:
+        column.problem = f"row {number} of {path} {problem}"
+    return math.nan
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    """``value`` as JSON (surrogates as escapes), at most 40 characters."""
+    try:
+        text = repr(value) if isinstance(value, float) else json.dumps(value, default=repr)
+    except (ValueError, RecursionError):  # an integer too long for Python's decimal, deep nesting
+        text = f"a {type(value).__name__}"
     return text if len(text) <= 40 else text[:37] + "..."

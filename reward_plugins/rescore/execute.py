@@ -14,6 +14,7 @@ import contextlib
 import gzip
 import hashlib
 import itertools
+import json
 import multiprocessing
 import os
 import queue
@@ -36,6 +37,7 @@ from reward_plugins.errors import (
     UnknownDataSource,
     UnknownScorer,
 )
+from reward_plugins.registry import registrations_named
 from reward_plugins.rescore import files, rows, summary
 from reward_plugins.rescore.records import ScoredRow
 from reward_plugins.router import check_options, route
@@ -151,6 +153,7 @@ class WorkerJob:
     output_formats: tuple[str | None, ...]  # each input's output format, None: no output
     parquet_schema: Any = None  # the input columns of a parquet output made from JSONL
     describe: Callable[[ScoredRow], Any] | None = None
+    extra_info: bool = False  # the scorer takes extra_info: build it from each row
 
 
 def _parquet_module() -> Any:
@@ -212,11 +215,16 @@ def _payloads(path: Path, fmt: str) -> Iterator[Any]:
 
 
 def score_one(
-    scorer: str, options: Mapping[str, Any], source: str, response: str, truth: Any
+    scorer: str,
+    options: Mapping[str, Any],
+    source: str,
+    response: str,
+    truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | rows.RowFailure:
     """Score one row; a row the scorer cannot read becomes a :class:`RowFailure`."""
     try:
-        return dict(route(scorer, source, response, truth, options))
+        return dict(route(scorer, source, response, truth, options, extra_info=extra_info))
     except InvalidGroundTruth as error:
         return rows.RowFailure("invalid ground truth", f"invalid ground truth: {error}")
     except UnknownDataSource as error:
@@ -257,7 +265,10 @@ def _score_record(
             f"{type(source).__name__}: {source!r:.40}"
         )
         return "", response, stringified, rows.RowFailure("missing data source", detail)
-    outcome = score_one(job.scorer, job.options, source, response, truth)
+    extra_info = rows.extra_info(record) if job.extra_info else None
+    if isinstance(extra_info, rows.RowFailure):
+        return "", response, stringified, extra_info
+    outcome = score_one(job.scorer, job.options, source, response, truth, extra_info)
     return source, response, stringified, outcome
 
 
@@ -294,6 +305,11 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
         if isinstance(parsed, rows.RowFailure):
             failed.append(FailedRow(number, parsed, _raw_text(raw)))
             continue
+        if output_format == ".parquet" and fmt != ".parquet":
+            column = rows.lone_surrogate_column(raw, parsed)
+            if column is not None:
+                failed.append(FailedRow(number, _unwritable(column), _raw_text(raw)))
+                continue
         source, response, was_stringified, outcome = _score_record(job, parsed)
         stringified += was_stringified
         if isinstance(outcome, rows.RowFailure):
@@ -341,6 +357,14 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
     )
 
 
+def _unwritable(column: str) -> rows.RowFailure:
+    return rows.RowFailure(
+        "text parquet cannot hold",
+        f"column {column!r} holds a lone surrogate (a \\udcxx escape), which the UTF-8 strings "
+        "of parquet cannot hold: write .jsonl, which keeps it",
+    )
+
+
 def _raw_text(raw: Any) -> Any:
     if isinstance(raw, bytes):
         return raw.decode("utf-8", errors="replace")
@@ -351,6 +375,8 @@ def _read_columns(job: WorkerJob, batch: Any) -> list[str]:
     """The top-level columns of ``batch`` that scoring (and describing) reads."""
     columns = job.columns
     wanted = [columns.response, columns.ground_truth, columns.data_source or "", rows.STEP_COLUMN]
+    if job.extra_info:
+        wanted += [rows.EXTRA_INFO_COLUMN, *rows.AGENT_LOOP_COLUMNS]
     if job.describe is not None:
         wanted += ["input", "score"]
     names = set(batch.schema.names)
@@ -590,6 +616,7 @@ class _Plan:
     formats: list[str]
     targets: list[Path | None]
     todo: list[int]  # indices of the inputs to score (others: complete, with --resume)
+    changed: list[int]  # with --resume: inputs whose output changed after it was written
     manifest: files.Manifest | None
     failures_path: Path | None
 
@@ -634,12 +661,21 @@ def plan(job: ScoreJob) -> _Plan:
         raise RescoreError(str(error)) from None
     manifest = None
     todo = list(range(len(inputs)))
+    changed: list[int] = []
     if directory_output:
         assert job.output is not None
         manifest = files.Manifest.load(job.output, _settings(job))
         if job.resume:
-            todo = [i for i in todo if not _complete(manifest, inputs[i], formats[i], targets[i])]
-    return _Plan(inputs, formats, targets, todo, manifest, failures_path)
+            states = [_resumed(manifest, inputs[i], formats[i], targets[i]) for i in todo]
+            changed = [i for i in todo if states[i] == "changed"]
+            todo = [i for i in todo if states[i] != "kept"]
+    return _Plan(inputs, formats, targets, todo, changed, manifest, failures_path)
+
+
+def takes_extra_info(scorer: str) -> bool:
+    """Whether a registration of ``scorer`` receives ``extra_info`` (the row's, see
+    :func:`rows.extra_info`); only then is it built for each row."""
+    return any("extra_info" in found.context for found in registrations_named(scorer))
 
 
 def input_hash(path: Path, fmt: str) -> str:
@@ -654,9 +690,20 @@ def input_hash(path: Path, fmt: str) -> str:
     return digests.hexdigest()
 
 
-def _complete(manifest: files.Manifest, source: Path, fmt: str, target: Path | None) -> bool:
+def _resumed(
+    manifest: files.Manifest, source: Path, fmt: str, target: Path | None
+) -> Literal["kept", "changed", "todo"]:
+    """What ``--resume`` does with an output: keep it (listed, its input unchanged, and itself as
+    it was written), score it again because it ``changed`` after it was written (truncated,
+    edited), or score it (not listed, listed by a version that did not record the output's
+    fingerprint, or its input changed)."""
     entry = None if target is None else manifest.listed(source, target)
-    return entry is not None and entry.get("sha256") == input_hash(source, fmt)
+    if entry is None or "output_crc32" not in entry:
+        return "todo"
+    if entry.get("sha256") != input_hash(source, fmt):
+        return "todo"
+    assert target is not None
+    return "kept" if manifest.intact(target, entry) else "changed"
 
 
 def _settings(job: ScoreJob) -> dict[str, Any]:
@@ -807,6 +854,7 @@ def run(
         tuple(output_formats),
         parquet_schema,
         job.describe,
+        takes_extra_info(job.scorer),
     )
     stats = _Stats()
     with contextlib.ExitStack() as stack:
@@ -831,11 +879,13 @@ def run(
     finished = time.perf_counter()
     groups = summary.finish(stats.counts)
     stats.seconds["summary"] = time.perf_counter() - finished
-    resumed = [str(the_plan.inputs[i]) for i in range(len(the_plan.inputs)) if i not in set(todo)]
+    scored_now = set(todo)
+    resumed = [str(path) for i, path in enumerate(the_plan.inputs) if i not in scored_now]
     return {
         "input": ", ".join(map(str, job.inputs)),
         "files": len(the_plan.inputs),
         "resumed_files": resumed,
+        "changed_outputs": [str(the_plan.targets[i]) for i in the_plan.changed],
         "output": None if job.output is None else str(job.output),
         "failures_file": str(the_plan.failures_path)
         if stats.reasons and the_plan.failures_path
@@ -914,8 +964,8 @@ def _union_schema(the_plan: _Plan) -> Any:
             records = []
             for number, line in rows.jsonl_lines(chunk.payload, chunk.first_number):
                 record = rows.parse_line(line)
-                if not isinstance(record, dict):
-                    continue
+                if not isinstance(record, dict) or rows.lone_surrogate_column(line, record):
+                    continue  # a bad row, which the worker names
                 records.append(record)
                 for key, value in record.items():
                     kind = _kind(value)
@@ -1086,7 +1136,11 @@ class _Failures:
             "detail": failed.failure.detail,
             "row": failed.row,
         }
-        self.stream.write(orjson.dumps(entry, default=repr, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        try:
+            line = orjson.dumps(entry, default=repr, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # a lone surrogate in a detail: the standard library escapes it
+            line = json.dumps(entry, default=repr).encode()
+        self.stream.write(line + b"\n")
 
     def finish(self) -> None:
         if self.path is not None and self.stream is None:

@@ -19,10 +19,13 @@ import os
 import re
 import stat
 import tempfile
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from reward_plugins.rescore.messages import plural
 
 FORMATS: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
 MANIFEST_NAME = ".reward-plugins-manifest.json"
@@ -113,7 +116,8 @@ def plan_outputs(
     """The output file of each input (the same file for all with ``merge``), or ``None``.
 
     One input file goes to the file ``output``; a run goes to the directory ``output``, one
-    file per input under the input's name, or with ``merge`` to the one file ``output``.
+    file per input under the input's name (a new directory may not be named like a data file,
+    ``rescored.jsonl``), or with ``merge`` to the one file ``output``.
     ``others`` are further files the caller writes (a summary): none may be an input or an
     output.
 
@@ -124,10 +128,17 @@ def plan_outputs(
     if output is None:
         return [None] * len(inputs)
     if run and not merge:
+        files = plural(len(inputs), "file")
         if output.exists() and not output.is_dir():
             raise PathError(
-                f"output {output}: not a directory (a run of {len(inputs)} files is written to "
+                f"output {output}: not a directory (a run of {files} is written to "
                 "a directory, one file per input; --merge writes one file)"
+            )
+        if not output.exists() and output.name.endswith(FORMATS):
+            raise PathError(
+                f"output {output}: names a file, but a run of {files} is written to "
+                f"a directory, one file per input: give --merge to write them all to {output}, "
+                "or a directory name"
             )
         names = [path.name for path in inputs]
         twice = next((name for name in names if names.count(name) > 1), None)
@@ -287,13 +298,23 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
+def file_crc32(path: Path) -> str:
+    """The CRC-32 of a file's bytes, 8 hex digits."""
+    crc = 0
+    with path.open("rb") as stream:
+        while block := stream.read(1 << 20):
+            crc = zlib.crc32(block, crc)
+    return f"{crc:08x}"
+
+
 @dataclass
 class Manifest:
     """The complete outputs of a directory output: for each output name, the input it came from
-    and that input's fingerprint (size and hash), under the job ``settings`` that produced them.
+    and that input's fingerprint (size and hash), the output's own size and CRC-32 when it was
+    renamed into place, under the job ``settings`` that produced them.
 
-    ``--resume`` skips an output that is listed, exists, and whose input still has the listed
-    fingerprint, when the settings are the same.
+    ``--resume`` skips an output that is listed, still has its listed size and CRC-32, and whose
+    input still has the listed fingerprint, when the settings are the same.
     """
 
     directory: Path
@@ -319,13 +340,23 @@ class Manifest:
             return None
         return entry if entry.get("size") == source.stat().st_size else None
 
+    @staticmethod
+    def intact(target: Path, entry: Mapping[str, Any]) -> bool:
+        """Whether ``target`` still has the size and CRC-32 its ``entry`` lists."""
+        return entry.get("output_size") == target.stat().st_size and entry.get(
+            "output_crc32"
+        ) == file_crc32(target)
+
     def add(self, source: Path, target: Path, entry: Mapping[str, Any]) -> None:
-        """List ``target`` as complete with ``entry`` (its fingerprint and counts), and write
-        the manifest (atomically)."""
+        """List ``target`` (renamed into place) as complete with ``entry`` (its input's
+        fingerprint and counts) and its own size and CRC-32, and write the manifest
+        (atomically)."""
         self.files[target.name] = {
             "input": str(source.resolve()),
             "size": source.stat().st_size,
             **entry,
+            "output_size": target.stat().st_size,
+            "output_crc32": file_crc32(target),
         }
         text = json.dumps({"settings": self.settings, "files": self.files}, indent=1)
         with atomic_output(self.directory / MANIFEST_NAME) as temporary:

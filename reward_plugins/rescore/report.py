@@ -52,6 +52,7 @@ import numpy as np
 
 from reward_plugins.extract import find_tag_spans, scan_tags
 from reward_plugins.metrics.aggregate import MeanCI, bootstrap_mean_of_counts
+from reward_plugins.rescore.messages import printable
 from reward_plugins.rescore.records import ScoredRow
 from reward_plugins.text import normalize_squad
 from reward_plugins.text.answers import MIN_CANDIDATES, count_candidates
@@ -970,7 +971,8 @@ def _figures(charts: Mapping[str, bytes], shown: Iterable[tuple[str, str]]) -> s
 
 
 def _e(text: str) -> str:
-    return html.escape(text, quote=True)
+    """``text`` as HTML, a lone surrogate (from a JSON escape) shown as its escape."""
+    return html.escape(printable(text), quote=True)
 
 
 def _rule(rule: str) -> str:

@@ -25,6 +25,23 @@ RESPONSE_COLUMNS: tuple[str, ...] = ("output", "response", "responses", "solutio
 GROUND_TRUTH_COLUMNS: tuple[str, ...] = ("gts", "ground_truth", "reward_model.ground_truth")
 """Ground-truth columns looked for, in this order; a dotted name is a field of a mapping column."""
 
+EXTRA_INFO_COLUMN = "extra_info"
+"""verl's datasets give each row an ``extra_info`` mapping, which verl hands the scorer."""
+
+AGENT_LOOP_COLUMNS: tuple[str, ...] = (
+    "tool_rewards",
+    "turn_scores",
+    "num_turns",
+    "rollout_reward_scores",
+    "min_global_steps",
+    "max_global_steps",
+    "extras",
+)
+"""Fields verl's agent loop adds to ``extra_info`` before the reward manager calls the scorer
+(``verl/experimental/agent_loop/agent_loop.py``, the default ``extra_fields``;
+``verl/experimental/reward_loop/reward_manager/naive.py`` adds ``num_turns`` and
+``rollout_reward_scores``); a row's columns of these names are laid over its ``extra_info``."""
+
 DATA_SOURCE_COLUMN = "data_source"
 STEP_COLUMN = "step"
 RESULT_PREFIX = "reward_"
@@ -62,6 +79,30 @@ def parse_line(line: bytes) -> dict[str, Any] | RowFailure:
     return record
 
 
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_column(line: bytes, record: Mapping[str, Any]) -> str | None:
+    """The first column of ``record`` (parsed from the JSONL ``line``) whose name or text, at
+    any depth, holds a lone surrogate, or ``None``. Only a JSON escape (``\\udcxx``) brings one,
+    so a line without such an escape is not searched."""
+    if not _ESCAPED_SURROGATE.search(line):
+        return None
+    for name, value in record.items():
+        pending = [name, value]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, str):
+                if _SURROGATE.search(item):
+                    return name
+            elif isinstance(item, list):
+                pending += item
+            elif isinstance(item, dict):
+                pending += [*item, *item.values()]
+    return None
+
+
 def jsonl_lines(payload: bytes, first_number: int) -> Iterator[tuple[int, bytes]]:
     """``(1-based line number, line)`` of each non-blank line of ``payload``."""
     for number, line in enumerate(payload.split(b"\n"), start=first_number):
@@ -94,6 +135,23 @@ def column_value(record: Mapping[str, Any], name: str) -> Any:
         if isinstance(value, Mapping):
             return value.get(child)
     return None
+
+
+def extra_info(record: Mapping[str, Any]) -> dict[str, Any] | RowFailure:
+    """The ``extra_info`` verl would hand the scorer for ``record``: its ``extra_info`` column
+    (absent or null: empty) updated with its :data:`AGENT_LOOP_COLUMNS` that are not null (a
+    parquet file has every column in every row), as verl's reward managers update it with the
+    agent loop's fields."""
+    base = record.get(EXTRA_INFO_COLUMN)
+    if base is not None and not isinstance(base, Mapping):
+        return RowFailure(
+            "invalid extra_info",
+            f"extra_info (column {EXTRA_INFO_COLUMN!r}) must be an object, got "
+            f"{type(base).__name__}",
+        )
+    info = dict(base or {})
+    info.update((name, record[name]) for name in AGENT_LOOP_COLUMNS if record.get(name) is not None)
+    return info
 
 
 def _has_column(records: Sequence[Mapping[str, Any]], name: str) -> bool:
