@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from reward_plugins.errors import (
+    ConfigFileError,
     InvalidGroundTruth,
     InvalidInput,
     InvalidOption,
@@ -40,6 +41,7 @@ from reward_plugins.router import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConfigFileError",
     "Factor",
     "InvalidGroundTruth",
     "InvalidInput",

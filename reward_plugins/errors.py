@@ -49,3 +49,13 @@ class InvalidInput(RewardPluginsError, TypeError, ValueError):
 class PluginError(RewardPluginsError):
     """A plugin that breaks the scorer contract: a clashing registration, or a result that is not
     a number or a mapping of numbers with the same keys on every call."""
+
+
+class ConfigFileError(RewardPluginsError, ValueError):
+    """A YAML or JSON file or text the package cannot read: missing, not a regular file, too
+    large, not UTF-8, not valid, or over a limit of
+    :class:`reward_plugins.config_reader.ReadLimits`.
+
+    The message names the file (or the text's source), the limit and, when known, the line and
+    column.
+    """
