@@ -429,3 +429,28 @@ def test_close_closes_a_session_opened_without_an_instance(tmp_path: Path) -> No
 
     text, opened, closed = asyncio.run(scenario())
     assert text == ANSWER_TEXT and opened and closed
+
+
+def test_the_variable_reaches_the_workers_through_verls_runtime_env(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The override docs/multiturn.md gives: verl's main_ppo merges
+    ``ray_kwargs.ray_init.runtime_env`` over its own defaults and passes it to ``ray.init``."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+    from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
+
+    monkeypatch.setenv("REWARD_PLUGINS_TOOL_CONFIG", "tools.yaml")
+    urls = "http://node1:8000/retrieve,http://node2:8000/retrieve"
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    with initialize_config_dir(config_dir=str(configs), version_base=None):
+        config = compose(
+            config_name="search_r1_multiturn_grpo",
+            overrides=[f'+ray_kwargs.ray_init.runtime_env.env_vars.{URL_VARIABLE}="{urls}"'],
+        )
+    merged = OmegaConf.merge(
+        get_ppo_ray_runtime_env(config), config.ray_kwargs.ray_init.runtime_env
+    )
+    assert merged["env_vars"][URL_VARIABLE] == urls
+    settings = SearchSettings.from_config({}, environ={URL_VARIABLE: urls})
+    assert settings.retrieval_service_url == tuple(urls.split(","))
