@@ -346,8 +346,8 @@ def test_the_wait_for_a_slot_counts_inside_the_deadline(tmp_path: Path) -> None:
     results, elapsed, requests = asyncio.run(scenario())
     assert all(text == "Search failed: no answer within 1 s." for text, _ in results)
     assert all(metrics["error"] == "timeout" for _, metrics in results)
-    assert max(metrics["latency_s"] for _, metrics in results) < 3  # not 8 s: 16 / 2 slots x 1 s
-    assert elapsed < 4 and requests == 2  # the slots stayed taken by the two hung requests
+    assert max(metrics["latency_s"] for _, metrics in results) < 4  # not 8 s: 16 / 2 slots x 1 s
+    assert elapsed < 6 and requests == 2  # the slots stayed taken by the two hung requests
 
 
 # --- several URLs ------------------------------------------------------------------------------

@@ -289,3 +289,14 @@ def test_tool_rewards_shapes_that_are_refused(extra_info: Any, message: str) -> 
         tool_reward_sum(extra_info)
     with pytest.raises(InvalidInput, match=re.escape(message)):
         score("<answer>Paris</answer>", extra_info=extra_info)
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import reward_plugins.plugins.tool_agent as tool_agent
+    import reward_plugins.tools.schema as schema
+
+    for module in (tool_agent, schema):
+        failures, tried = doctest.testmod(module)
+        assert tried > 0 and failures == 0, module.__name__
