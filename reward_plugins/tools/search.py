@@ -70,7 +70,7 @@ from urllib.parse import urlsplit
 from uuid import uuid4
 
 from reward_plugins.errors import InvalidOption
-from reward_plugins.tools.schema import DEFAULT_SCHEMA, TOOL_NAME, parse_parameters
+from reward_plugins.tools.schema import DEFAULT_SCHEMA, parse_parameters
 
 try:
     from verl.tools.base_tool import BaseTool
@@ -86,8 +86,6 @@ except ImportError:  # pragma: no cover - exercised only without aiohttp
     raise ImportError(
         "reward_plugins.tools needs aiohttp: pip install 'reward-plugins[search]'"
     ) from None
-
-__all__ = ["DEFAULT_SCHEMA", "TOOL_NAME", "SearchSettings", "SearchTool"]
 
 logger = logging.getLogger(__name__)
 
@@ -299,8 +297,8 @@ async def read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
     """The body of ``response`` (read with ``auto_decompress=False``), inflated, in chunks.
 
     At most ``cap`` bytes are read from the wire and at most ``cap`` produced by inflating; past
-    either the read stops with :class:`SearchFailed` (``too_large``), so neither a
-    decompression bomb nor an endless stream takes more than ``cap`` bytes of memory.
+    either the read stops with :class:`SearchFailed` (``too_large``), so a decompression bomb or
+    an endless stream is never held beyond ``cap`` bytes (plus one network chunk).
     """
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding not in ("identity", "", *_ENCODINGS):
