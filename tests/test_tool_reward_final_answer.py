@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -216,6 +217,12 @@ def test_required_as_a_string_is_refused(tmp_path: Path) -> None:
         ),
     ):
         score("<answer>Paris</answer>", tool_config=config)
+    # verl refuses it too, when it builds the tool (its schema class takes a list)
+    pydantic = pytest.importorskip("pydantic")
+    schemas = pytest.importorskip("verl.tools.schemas")
+    (tool,) = yaml.safe_load(Path(config).read_text(encoding="utf-8"))["tools"]
+    with pytest.raises(pydantic.ValidationError, match=re.escape("function.parameters.required")):
+        schemas.OpenAIFunctionToolSchema.model_validate(tool["tool_schema"])
     listed = write_tool_config(tmp_path, "[key]")
     text = f"{call({'key': 'x'}, 'lookup')}{tool_turn('1')}<answer>Paris</answer>"
     assert score(text, tool_config=listed)["invalid_tool_calls"] == 0
