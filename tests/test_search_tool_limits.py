@@ -454,3 +454,19 @@ def test_the_variable_reaches_the_workers_through_verls_runtime_env(
     assert merged["env_vars"][URL_VARIABLE] == urls
     settings = SearchSettings.from_config({}, environ={URL_VARIABLE: urls})
     assert settings.retrieval_service_url == tuple(urls.split(","))
+
+
+def test_a_redirect_is_not_followed(tmp_path: Path) -> None:
+    async def scenario() -> tuple[str, dict[str, Any], int]:
+        async with serving(answer) as target:
+
+            async def redirect(request: web.Request) -> web.Response:
+                return web.Response(status=307, headers={"Location": target.url})
+
+            async with serving(redirect) as server:
+                text, metrics = await call(build(tmp_path, server.url))
+                return text, metrics, target.requests
+
+    text, metrics, followed = asyncio.run(scenario())
+    assert text == "Search failed: the search service answered HTTP 307."
+    assert metrics["error"] == "http_status" and followed == 0

@@ -498,7 +498,7 @@ class SearchTool(BaseTool):
         settings = self.settings
         request = {"queries": queries, "topk": settings.topk, "return_scores": True}
         try:
-            async with client.session.post(url, json=request) as response:
+            async with client.session.post(url, json=request, allow_redirects=False) as response:
                 status = response.status
                 if status != 200:
                     retry = status == 429 or status >= 500
