@@ -43,7 +43,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from reward_plugins.config_reader import read_config_file
 from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.groundtruth import Golds
 from reward_plugins.options import PositiveInt, Score
@@ -115,6 +114,8 @@ def declared_tools(tool_config: str | None) -> Mapping[str, DeclaredTool]:
         InvalidOption: it is not a verl tool config, or a tool's ``required`` is not a list of
             strings (verl's ``OpenAIFunctionParametersSchema`` takes a list).
     """
+    from reward_plugins.config_reader import read_config_file  # imports yaml: only when needed
+
     path = SHIPPED_TOOL_CONFIG if tool_config is None else Path(tool_config).expanduser()
     data = read_config_file(path, what="tool_config")
     where = f"tool_config {str(path)!r}"
