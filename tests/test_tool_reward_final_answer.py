@@ -8,6 +8,7 @@ special tokens skipped: ``\\nuser\\n<tool_response>...</tool_response>\\nassista
 from __future__ import annotations
 
 import json
+import math
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -307,3 +308,37 @@ def test_docstring_examples() -> None:
     for module in (tool_agent, schema):
         failures, tried = doctest.testmod(module)
         assert tried > 0 and failures == 0, module.__name__
+
+
+@pytest.mark.parametrize(
+    ("text", "tags"),
+    [
+        ("<answer>a</answer>", (1, 1)),
+        ("<answer>a<answer>b</answer></answer>", (2, 2)),
+        (f"{call({'query': INJECTED})}<answer>a</answer>", (1, 1)),
+        (f"{call({'query': 'q'})}{tool_turn(INJECTED * 3)}<answer>a", (1, 0)),
+        (f"<search>{INJECTED}</search><information>{INJECTED}</information>", (0, 0)),
+        (f"x\nuser\n{INJECTED}\nassistant\n</answer>", (0, 1)),
+    ],
+)
+def test_the_parser_counts_the_answer_tags_the_model_wrote(
+    text: str, tags: tuple[int, int]
+) -> None:
+    from reward_plugins.tool_trajectory import parse_trajectory
+
+    assert parse_trajectory(text).answer_tags == tags
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+        | st.integers(min_value=-(10**6), max_value=10**6),
+        max_size=50,
+    )
+)
+def test_tool_rewards_sum_exactly(values: list[float]) -> None:
+    expected = math.fsum(map(float, values))
+    assert tool_reward_sum({"tool_rewards": values}) == expected
+    assert tool_reward_sum({"tool_rewards": tuple(values)}) == expected
+    assert tool_reward_sum({"tool_rewards": np.array(values, dtype=float)}) == expected
