@@ -50,20 +50,31 @@ COMPARE_METHODS = ("bootstrap", "ar")
 def parse_option(text: str) -> tuple[str, Any]:
     """``key=value`` from ``--set``: the value is read as JSON when it parses, else kept a string.
 
+    The JSON is read by :func:`reward_plugins.config_reader.parse_json_text`, within its limits
+    (a value nested deeper than 64 levels, or over 1 MiB, is refused: it cannot be meant as a
+    string either).
+
     Example:
         >>> parse_option("format_score=0.1"), parse_option("extract=first")
         (('format_score', 0.1), ('extract', 'first'))
     """
+    from reward_plugins.config_reader import (
+        ConfigFileError,
+        NotJSONError,
+        describe_source,
+        parse_json_text,
+    )
+
     key, equals, value = text.partition("=")
-    if not equals or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    key = key.strip()
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got '{describe_source(text)}'")
     try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
-        parsed = value
-    except RecursionError:
-        raise argparse.ArgumentTypeError(f"{key.strip()}: the value is nested too deeply") from None
-    return key.strip(), parsed
+        return key, parse_json_text(value, source=describe_source(key))
+    except NotJSONError:
+        return key, value
+    except ConfigFileError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -315,6 +326,7 @@ def _error(message: str, code: int) -> int:
 
 
 def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins.config_reader import ConfigFileError, describe_source
     from reward_plugins.errors import RewardPluginsError
     from reward_plugins.plugins.composed import recipe_of
     from reward_plugins.router import check_options
@@ -339,22 +351,34 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             parser.error(f"--entry {args.entry}: {error}")
     elif args.entry != "main_ppo":
         parser.error(f"--entry {args.entry}: verl is not installed; give --verl VERSION too")
+    config = describe_source(str(args.config))
     try:
-        where, scorer, options = verl_reward(args.config, verl, args.entry)
+        reward = verl_reward(args.config, verl, args.entry)
     except RewardNotRead as error:
         return _error(f"check: {error}", 1)
-    except PathError as error:
+    except (PathError, ConfigFileError) as error:  # not a config verl could run
         return _error(f"check: {error}", 2)
-    try:
-        check_options(scorer, None, options)
-    except RewardPluginsError as error:
-        return _error(f"check: {args.config}: {where}: {error}", 1)
+    except RewardPluginsError as error:  # a malformed reward node
+        return _error(f"check: {config}: {error}", 1)
+    where, scorer, options = reward.where, reward.scorer, reward.options
+    if scorer is not None:
+        try:
+            check_options(scorer, None, options)
+        except RewardPluginsError as error:
+            return _error(f"check: {config}: {where}: {error}", 1)
     if verl is None:
         checked = "verl version unknown (verl is not installed; --verl VERSION checks its keys)"
     else:
         checked = f"read by verl {verl} verl.trainer.{args.entry}"
-    print(f"{args.config}: ok: {where}.name={scorer}, reward_kwargs {options}; {checked}")
-    if scorer == COMPOSED_SCORER:
+    try:
+        shown = repr(options)
+    except ValueError:  # an integer too long to print, in an option that takes anything
+        shown = "(too large to show)"
+    name = scorer if scorer is not None else "(resolved at run time)"
+    print(f"{config}: ok: {where}.name={name}, reward_kwargs {shown}; {checked}")
+    for key in reward.not_judged:
+        print(f"{config}: {key}: resolved at run time; not judged")
+    if scorer == COMPOSED_SCORER and not reward.not_judged:
         recipe = recipe_of(**options)
         prefixes = ", ".join(f"{c.prefix} x {c.weight:g}" for c in recipe.components)
         print(f"recipe {recipe.origin}: combine {recipe.combine}; components: {prefixes}")
@@ -464,7 +488,7 @@ def _job(
         if any(key == "recipe" for key, _ in args.options):
             parser.error("give --recipe or --set recipe=..., not both")
         args.scorer = COMPOSED_SCORER
-        args.options.append(("recipe", args.recipe))
+        args.options.append(("recipe", _checked_recipe(args.recipe, parser)))
     args.scorer = args.scorer or "compute_score"
     workers = args.workers
     cpus = rescore.usable_cpus()
@@ -493,6 +517,19 @@ def _job(
         resume=getattr(args, "resume", False),
         also_writes=tuple(args.writes),
     )
+
+
+def _checked_recipe(recipe: str, parser: argparse.ArgumentParser) -> str:
+    """``recipe`` once it loads; else the command ends with one ``--recipe:`` line (exit 2)."""
+    from reward_plugins.errors import RewardPluginsError
+    from reward_plugins.plugins.composed import recipe_of
+
+    try:
+        recipe_of(recipe=recipe)
+    except RewardPluginsError as error:
+        command = parser.prog.partition(" ")[2]
+        parser.exit(2, f"reward-plugins: error: {command}: --recipe: {error}\n")
+    return recipe
 
 
 def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

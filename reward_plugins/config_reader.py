@@ -39,14 +39,23 @@ from reward_plugins.errors import ConfigFileError
 __all__ = [
     "DEFAULT_LIMITS",
     "ConfigFileError",
+    "NotJSONError",
     "ReadLimits",
+    "describe_source",
+    "file_source",
     "parse_config_text",
     "parse_json_text",
     "read_config_file",
+    "read_config_text",
 ]
 
 MiB = 1024 * 1024
 KiB = 1024
+
+
+class NotJSONError(ConfigFileError):
+    """A text :func:`parse_json_text` refuses because it is not JSON at all (rather than over a
+    limit): ``--set`` then keeps it as a string."""
 
 
 @dataclass(frozen=True)
@@ -96,15 +105,34 @@ def read_config_file(
             socket or device, refused before it is opened); over ``limits.max_bytes``; not
             UTF-8; or a text :func:`parse_config_text` refuses.
     """
-    source = f"{what} {describe_source(os.fsdecode(path))}"
-    text = _read_text(path, source, limits)
+    source = file_source(path, what)
+    text = read_config_text(path, what=what, limits=limits)
     return parse_config_text(text, source=source, limits=limits)
 
 
-def _read_text(path: str | os.PathLike[str], source: str, limits: ReadLimits) -> str:
+def file_source(path: str | os.PathLike[str], what: str) -> str:
+    """How messages name a file: ``what`` and the path, fit for one line."""
+    return f"{what} {describe_source(os.fsdecode(path))}"
+
+
+def read_config_text(
+    path: str | os.PathLike[str], *, what: str, limits: ReadLimits = DEFAULT_LIMITS
+) -> str:
+    """The text of the file at ``path``, read as :func:`read_config_file` reads it, not parsed
+    (for a reader with its own YAML dialect, after :func:`parse_config_text` has bounded it).
+
+    Raises:
+        ConfigFileError: the file reasons of :func:`read_config_file`.
+    """
+    source = file_source(path, what)
     try:
-        mode = os.stat(path).st_mode
-        _check_regular(mode, source)  # before opening: opening a FIFO or a tape has effects
+        status = os.stat(path)
+        _check_regular(status.st_mode, source)  # before opening: opening a FIFO has effects
+        if status.st_size > limits.max_bytes:
+            raise ConfigFileError(
+                f"{source}: larger than the limit of {limits.max_bytes} bytes "
+                f"({status.st_size} bytes)"
+            )
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as error:
         raise ConfigFileError(f"{source}: {_os_reason(error)}") from None
@@ -178,15 +206,17 @@ def parse_json_text(text: str, *, source: str, limits: ReadLimits = DEFAULT_LIMI
     :mod:`json` reads them); ``source`` names it in messages.
 
     Raises:
-        ConfigFileError: not JSON (the message has the line and column), or over a limit of
-            ``limits``: bytes, nesting depth (checked before parsing), nodes, string length.
+        NotJSONError: not JSON (a :class:`ConfigFileError`; the message has the line and
+            column).
+        ConfigFileError: over a limit of ``limits``: bytes, nesting depth (checked before
+            parsing), nodes, string length.
     """
     _check_text(text, source, limits)
     _check_json_depth(text, source, limits.max_depth)
     try:
         value = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as error:
-        raise ConfigFileError(
+        raise NotJSONError(
             f"{source}: line {error.lineno}, column {error.colno}: not JSON: {error.msg}"
         ) from None
     _check_json_value(value, source, limits)
@@ -294,8 +324,8 @@ def _scan_events(text: str, source: str, limits: ReadLimits) -> None:
                 f"{limits.max_depth} levels"
             ) from None
         raise ConfigFileError(f"{source}: {_yaml_reason(error)}") from None
-    except yaml.YAMLError as error:
-        raise ConfigFileError(f"{source}: not valid YAML: {error}") from None
+    except yaml.YAMLError as error:  # a reader error: a character YAML does not allow
+        raise ConfigFileError(f"{source}: not valid YAML: {' '.join(str(error).split())}") from None
 
 
 def _too_many_nodes(source: str, event: yaml.Event, limits: ReadLimits) -> ConfigFileError:
@@ -352,8 +382,11 @@ def _check_json_depth(text: str, source: str, max_depth: int) -> None:
         elif char in "[{":
             depth += 1
             if depth > max_depth:
+                line = text.count("\n", 0, index) + 1
+                column = index - text.rfind("\n", 0, index)
                 raise ConfigFileError(
-                    f"{source}: offset {index}: nested deeper than the limit of {max_depth} levels"
+                    f"{source}: line {line}, column {column}: nested deeper than the limit of "
+                    f"{max_depth} levels"
                 )
         elif char in "]}":
             depth -= 1

@@ -5,8 +5,10 @@ A scorer declares its options as keyword-only parameters with defaults and type 
 checks a caller's values against them. The checks follow the declared types:
 
 - ``bool``: a real ``bool`` (YAML's ``"false"`` is a string and is refused);
-- ``int``: an ``int`` that is not a ``bool``;
-- ``float``: an ``int`` or ``float``, finite (NaN and infinities are refused);
+- ``int``: an ``int`` that is not a ``bool``, of magnitude at most :data:`INT_LIMIT` (2**53,
+  exact as a float);
+- ``float``: an ``int`` or ``float`` whose float is finite (NaN, infinities and integers beyond
+  the largest float are refused);
 - ``str``, ``Literal[...]``, ``X | None``, ``tuple[str, ...]`` / ``Sequence[str]``,
   ``Mapping[str, ...]``;
 - ``Annotated[T, Range(low, high)]``: ``T``, within ``[low, high]``. :data:`Score`,
@@ -15,12 +17,19 @@ checks a caller's values against them. The checks follow the declared types:
 A parameter without an annotation is checked against the type of its default (``bool``,
 ``int``, ``float`` or ``str``), or not at all. Scorers may add cross-option checks of their own
 (``validate=`` in :func:`reward_plugins.scorer`).
+
+Numbers are judged before any float conversion (a 400-digit integer is compared with the bounds
+as an integer, exactly), so a check raises :class:`InvalidOption`, never an ``OverflowError``;
+:func:`is_finite_number` and :func:`finite_number` are the package's one finite-number check, and
+:func:`describe_value` shows a refused value in a message ("an integer of 400 digits").
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import numbers
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +39,13 @@ from typing import Annotated, Any, Literal, Union
 from reward_plugins.errors import InvalidOption
 
 SCORE_LIMIT = 1e6
-"""Every score option (a reward paid on some branch) lies within ``[-SCORE_LIMIT, SCORE_LIMIT]``."""
+"""Every score option (a reward paid on some branch), and every weight and scale of a composed
+recipe, lies within ``[-SCORE_LIMIT, SCORE_LIMIT]``."""
+INT_LIMIT = 2**53
+"""The largest magnitude of an ``int`` option: every int up to it is exact as a float."""
+_FLOAT_MAX = sys.float_info.max
+_SHOWN_DIGITS = 20
+"""Integers with more digits are shown by their number of digits, not written out."""
 
 
 @dataclass(frozen=True)
@@ -136,9 +151,9 @@ def _checker(annotation: Any) -> tuple[str, Check]:
     if annotation is bool:
         return "a bool", lambda value: type(value) is bool
     if annotation is int:
-        return "an int", lambda value: isinstance(value, int) and not isinstance(value, bool)
+        return "an int", _is_bounded_int
     if annotation is float:
-        return "a finite number", _is_finite_number
+        return "a finite number", is_finite_number
     if annotation is str:
         return "a str", lambda value: isinstance(value, str)
     if origin in (tuple, list, Sequence) or annotation in (tuple, list):
@@ -156,8 +171,68 @@ def _checker(annotation: Any) -> tuple[str, Check]:
     raise TypeError(f"option annotation {annotation!r} is not one reward_plugins can check")
 
 
-def _is_finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _is_bounded_int(value: Any) -> bool:
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and -INT_LIMIT <= value <= INT_LIMIT
+    )
+
+
+def is_finite_number(value: Any) -> bool:
+    """Whether ``value`` is a real number (numpy's too), not a ``bool``, whose float is finite.
+
+    Integers are compared with the largest float as integers, so one of 400 digits is refused
+    rather than overflowing; a float (or a fraction) is tested with :func:`math.isfinite`.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    if isinstance(value, numbers.Integral):
+        return -_FLOAT_MAX <= int(value) <= _FLOAT_MAX
+    try:
+        return math.isfinite(value)
+    except (OverflowError, ValueError, TypeError):  # a Fraction beyond the floats
+        return False
+
+
+def finite_number(value: Any, what: str, bounds: Range | None = None) -> Any:
+    """``value`` itself when it is a finite number (:func:`is_finite_number`) within ``bounds``.
+
+    Raises:
+        InvalidOption: "``what`` must be a finite number [within bounds], got ..." naming the
+            type of ``value`` (and its number of digits for a huge integer).
+    """
+    if is_finite_number(value) and (bounds is None or value in bounds):
+        return value
+    within = f" {bounds.describe()}" if bounds is not None else ""
+    raise InvalidOption(f"{what} must be a finite number{within}, got {describe_value(value)}")
+
+
+def describe_value(value: Any, width: int = 80) -> str:
+    """``value`` for a message: its type and its ``repr`` cut to ``width`` characters; an integer
+    of more than 20 digits as "an integer of N digits" (never written out: a 5,000-digit
+    integer does not even convert to a string)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = _digit_count(value)
+        if digits > _SHOWN_DIGITS:
+            sign = "a negative " if value < 0 else "an "
+            return f"{sign}integer of {digits} digits"
+    try:
+        shown = repr(value)
+    except ValueError:  # a container holding an integer too long to convert
+        shown = "(too large to show)"
+    return f"{type(value).__name__}: {shown[:width]}"
+
+
+def _digit_count(value: int) -> int:
+    """The number of decimal digits of ``abs(value)``, without converting it to a string."""
+    magnitude = abs(value)
+    if magnitude < 10:
+        return 1
+    digits = int((magnitude.bit_length() - 1) * 0.30102999566398120) + 1  # log10(2)
+    if 10 ** (digits - 1) > magnitude:  # float rounding of the estimate, either way
+        digits -= 1
+    elif 10**digits <= magnitude:
+        digits += 1
+    return digits
 
 
 def check_options(owner: str, specs: Mapping[str, OptionSpec], options: Mapping[str, Any]) -> None:
@@ -170,8 +245,9 @@ def check_options(owner: str, specs: Mapping[str, OptionSpec], options: Mapping[
     """
     unknown = options.keys() - specs.keys()
     if unknown:
+        shown = sorted(repr(k) if isinstance(k, str) else describe_value(k) for k in unknown)
         raise InvalidOption(
-            f"{owner}: unknown option(s) {', '.join(map(repr, sorted(unknown)))}; "
+            f"{owner}: unknown option(s) {', '.join(shown)}; "
             f"valid options: {', '.join(sorted(specs)) or '(none)'}"
         )
     missing = [spec.name for spec in specs.values() if spec.required and spec.name not in options]
@@ -181,8 +257,7 @@ def check_options(owner: str, specs: Mapping[str, OptionSpec], options: Mapping[
         spec = specs[name]
         if not spec.accepts(value):
             raise InvalidOption(
-                f"{owner}: option {name!r} must be {spec.expected}, "
-                f"got {type(value).__name__}: {value!r:.80}"
+                f"{owner}: option {name!r} must be {spec.expected}, got {describe_value(value)}"
             )
 
 

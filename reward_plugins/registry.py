@@ -47,7 +47,14 @@ from reward_plugins.errors import (
     UnknownScorer,
 )
 from reward_plugins.groundtruth import coerce_golds
-from reward_plugins.options import OptionSpec, check_options, freeze, option_specs
+from reward_plugins.options import (
+    OptionSpec,
+    check_options,
+    describe_value,
+    freeze,
+    is_finite_number,
+    option_specs,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -259,8 +266,9 @@ class Bound:
                     f"{name} returned {key}={value!r:.60} ({type(value).__name__}); result "
                     "values must be numbers (verl averages them)"
                 )
-            if not math.isfinite(value):
-                raise PluginError(f"{name} returned a non-finite {key} {value!r}")
+            if not is_finite_number(value):  # NaN, an infinity, an int beyond the floats
+                shown = describe_value(value) if isinstance(value, numbers.Integral) else value
+                raise PluginError(f"{name} returned a non-finite {key} {shown!s}")
 
 
 def read_only(value: Any) -> Any:

@@ -16,15 +16,31 @@ A key that is not read leaves verl on its built-in scorer (``default_compute_sco
 A config composes other files through Hydra's defaults list; the files of its own directory are
 merged here in Hydra's order, and verl's own files, which leave the reward function unset, are
 not read.
+
+Each file is read by :mod:`reward_plugins.config_reader` (its limits: size, depth, aliases) and,
+where omegaconf is installed (it comes with verl), with OmegaConf's YAML dialect as Hydra reads
+it (``1e-3`` is a float, no timestamps); the reward's keys are then resolved as OmegaConf resolves
+them when verl reads them (``${fs}``, ``${oc.env:X}``). A key that only resolves at run time (an
+environment variable not set here, a key of verl's own config) is listed as not judged.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reward_plugins.errors import RewardPluginsError
+from reward_plugins.config_reader import (
+    ConfigFileError,
+    describe_source,
+    file_source,
+    parse_config_text,
+    read_config_text,
+)
+from reward_plugins.errors import InvalidOption, RewardPluginsError
+from reward_plugins.options import describe_value
 from reward_plugins.rescore.files import PathError
 
 VERL_REWARD_KEYS = ("reward.custom_reward_function", "custom_reward_function")
@@ -33,6 +49,11 @@ LEGACY_ENTRY_FILE = "verl_legacy_reward.py"
 """The file name of the entry file that verl 0.4 - 0.7.0 load by path."""
 VERL_ENTRIES = ("main_ppo", "main_ppo_sync")
 """verl's trainer entry points (``python -m verl.trainer.ENTRY``) that ``check`` knows."""
+MAX_DEFAULTS_DEPTH = 16
+"""How many files deep a chain of defaults lists may go."""
+OUR_PATHS = ("pkg://reward_plugins", "???")
+"""The ``path`` values that load this package (``???``: given on the command line), besides a
+path ending in :data:`LEGACY_ENTRY_FILE`."""
 
 _REWARD, _LEGACY = VERL_REWARD_KEYS
 _READ_RULES: tuple[tuple[tuple[int, int, int], dict[str, tuple[str, ...]]], ...] = (
@@ -120,10 +141,23 @@ def installed_verl_version() -> str | None:
         return None
 
 
-def verl_reward(
-    config: Path, verl: str | None = None, entry: str = "main_ppo"
-) -> tuple[str, str, dict[str, Any]]:
-    """``(where, scorer, reward_kwargs)`` of the reward function a verl config file names.
+@dataclass(frozen=True)
+class VerlReward:
+    """The reward function a verl config names, as verl would resolve it."""
+
+    where: str
+    """The key that names it (one of :data:`VERL_REWARD_KEYS`)."""
+    scorer: str | None
+    """The scorer's name; ``None`` when the name resolves only at run time."""
+    options: dict[str, Any]
+    """Its ``reward_kwargs``, resolved, less ``return_dict`` and the keys of ``not_judged``."""
+    not_judged: tuple[str, ...] = ()
+    """Dotted keys whose values resolve only at run time (``${oc.env:X}`` with ``X`` unset, a
+    key of verl's own config): left out of ``options`` and not checked."""
+
+
+def verl_reward(config: Path, verl: str | None = None, entry: str = "main_ppo") -> VerlReward:
+    """The reward function a verl config file names: where, the scorer, its options.
 
     The file is merged with the files of its directory that its ``defaults`` list names (in
     Hydra's order, ``_self_`` last unless listed); verl's own configs are not read. ``where`` is
@@ -135,34 +169,47 @@ def verl_reward(
         ValueError: ``verl`` or ``entry`` is refused by :func:`reward_keys_read`.
         RewardNotRead: the reward is named only under keys that this verl does not read (verl
             would silently train on its built-in scorer).
-        PathError: the file cannot be read, is not a YAML mapping, names no reward function,
-            or a reward function that is not this package's.
+        ConfigFileError: a file cannot be read (see :mod:`reward_plugins.config_reader`).
+        PathError: a file is not a YAML mapping, has a malformed defaults list (not a list, an
+            entry neither a name nor a mapping, a cycle however the names are spelled, more
+            than :data:`MAX_DEFAULTS_DEPTH` files deep), names no reward function, or a reward
+            function that is not this package's.
+        InvalidOption: ``name`` is not a string, ``reward_kwargs`` is not a mapping.
     """
     read = VERL_REWARD_KEYS if verl is None else reward_keys_read(verl, entry)
     merged = _verl_yaml(config, ())
     nodes = {where: _reward_node(merged, where) for where in VERL_REWARD_KEYS}
+    shown = describe_source(str(config))
     for where in read:
         node = nodes[where]
         if node is None:
             continue
-        location = str(node["path"])
-        if location not in ("pkg://reward_plugins", "???") and not location.endswith(
-            LEGACY_ENTRY_FILE
-        ):
-            raise PathError(f"{config}: {where}.path={location} does not load reward_plugins")
-        options = dict(node.get("reward_kwargs") or {})
-        options.pop("return_dict", None)
-        return where, str(node.get("name") or "compute_score"), options
+        values, not_judged = _resolved(merged, where)
+        location = values.get("path")
+        if node["path"] != "???" and "path" in values:
+            _check_location(location, f"{shown}: {where}.path")
+        name = values.get("name", "compute_score") or "compute_score"
+        if f"{where}.name" in not_judged:
+            name = None
+        elif not isinstance(name, str):
+            raise InvalidOption(f"{where}.name must be a scorer's name, got {describe_value(name)}")
+        options = values.get("reward_kwargs", {}) or {}
+        if not isinstance(options, dict):
+            raise InvalidOption(
+                f"{where}.reward_kwargs must be a mapping of options, got {describe_value(options)}"
+            )
+        options = {key: value for key, value in options.items() if key != "return_dict"}
+        return VerlReward(where, name, options, tuple(not_judged))
     for where in VERL_REWARD_KEYS:
         if nodes[where] is not None:
             label = f"the top-level {where}" if where == _LEGACY else where
             consequence, fix = _FIX[where]
             raise RewardNotRead(
-                f"{config}: verl {verl} verl.trainer.{entry} does not read {label} "
+                f"{shown}: verl {verl} verl.trainer.{entry} does not read {label} "
                 f"({consequence}); {fix}"
             )
     raise PathError(
-        f"{config}: names no reward function ({' or '.join(k + '.path' for k in read)} is unset)"
+        f"{shown}: names no reward function ({' or '.join(k + '.path' for k in read)} is unset)"
     )
 
 
@@ -176,18 +223,147 @@ def _reward_node(merged: dict[str, Any], where: str) -> dict[str, Any] | None:
     return node
 
 
-def _verl_yaml(config: Path, including: tuple[Path, ...]) -> dict[str, Any]:
-    import yaml
+def _check_location(location: Any, where: str) -> None:
+    """Refuse a ``path`` that does not load this package; suggest the one meant."""
+    if isinstance(location, str) and (
+        location in OUR_PATHS or location.endswith(LEGACY_ENTRY_FILE)
+    ):
+        return
+    shown = describe_source(location) if isinstance(location, str) else describe_value(location)
+    hint = ""
+    if isinstance(location, str) and location.replace("-", "_").rstrip("/").endswith(
+        "reward_plugins"
+    ):
+        hint = " (verl imports a module named as pkg://MODULE: write pkg://reward_plugins)"
+    raise PathError(f"{where}={shown} does not load reward_plugins{hint}")
 
-    if config in including:
-        raise PathError(f"{config}: its defaults list includes itself")
+
+def _resolved(merged: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
+    """The ``path``, ``name`` and ``reward_kwargs`` of the node at ``where``, interpolations
+    resolved as OmegaConf resolves them for verl, and the dotted keys that resolve only at run
+    time (left out of the values). Without omegaconf, any value holding ``${`` is such a key."""
     try:
-        data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise PathError(f"{config}: cannot be read: {' '.join(str(error).split())}") from None
+        from omegaconf import DictConfig, OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
+    except ImportError:
+        return _unresolved_left_out(_reward_node(merged, where) or {}, where)
+    try:
+        node = OmegaConf.select(OmegaConf.create(merged), where)
+    except OmegaConfBaseException as error:  # each file was read by OmegaConf: not expected
+        raise PathError(f"{where}: OmegaConf cannot compose the config: {error}") from None
+    values: dict[str, Any] = {}
+    not_judged: list[str] = []
+
+    def resolve(container: Any, key: Any, label: str, iterate: bool = False) -> Any:
+        """``container[key]`` resolved, containers made plain (a mapping kept a DictConfig
+        when ``iterate``); :data:`_LEFT_OUT`, and ``label`` listed, when it cannot resolve."""
+        try:
+            value = container[key]
+            if OmegaConf.is_config(value) and not (iterate and isinstance(value, DictConfig)):
+                value = OmegaConf.to_container(value, resolve=True)
+            return value
+        except OmegaConfBaseException:
+            not_judged.append(label)
+            return _LEFT_OUT
+
+    for key in ("path", "name", "reward_kwargs"):
+        if key not in node:
+            continue
+        value = resolve(node, key, f"{where}.{key}", iterate=key == "reward_kwargs")
+        if isinstance(value, DictConfig):
+            resolved = {
+                option: resolve(value, option, f"{where}.{key}.{_key_name(option)}")
+                for option in value
+            }
+            value = {option: item for option, item in resolved.items() if item is not _LEFT_OUT}
+        if value is not _LEFT_OUT:
+            values[key] = value
+    return values, not_judged
+
+
+_LEFT_OUT = object()
+
+
+def _key_name(key: Any) -> str:
+    return describe_source(key) if isinstance(key, str) else describe_value(key)
+
+
+def _unresolved_left_out(node: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
+    values: dict[str, Any] = {}
+    not_judged: list[str] = []
+    for key in ("path", "name", "reward_kwargs"):
+        if key not in node:
+            continue
+        value = node[key]
+        if isinstance(value, dict):
+            value = dict(value)
+            for option in list(value):
+                if _interpolated(value[option]):
+                    not_judged.append(f"{where}.{key}.{_key_name(option)}")
+                    del value[option]
+        if _interpolated(value):
+            not_judged.append(f"{where}.{key}")
+        else:
+            values[key] = value
+    return values, not_judged
+
+
+def _interpolated(value: Any) -> bool:
+    """Whether ``value`` holds an OmegaConf interpolation (``${...}``), anywhere inside."""
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, dict):
+        return any(_interpolated(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_interpolated(item) for item in value)
+    return False
+
+
+def _read_verl_file(config: Path) -> Any:
+    """The YAML of one verl config file: bounded by the package's reader, then read in
+    OmegaConf's dialect (as Hydra reads it) where omegaconf is installed."""
+    text = read_config_text(config, what="verl config")
+    source = file_source(config, "verl config")
+    data = parse_config_text(text, source=source)
+    try:
+        import yaml
+        from omegaconf import OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
+    except ImportError:
+        return data
+    try:
+        return OmegaConf.to_container(OmegaConf.create(text), resolve=False)
+    except (OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError) as error:
+        reason = " ".join(str(error).split())[:300]
+        raise ConfigFileError(
+            f"{source}: OmegaConf cannot read it (nor can verl): {reason}"
+        ) from None
+
+
+def _verl_yaml(config: Path, including: tuple[Path, ...]) -> dict[str, Any]:
+    identity = Path(os.path.realpath(config))  # one file however its name is spelled
+    shown = describe_source(str(config))
+    if identity in including:
+        chain = " -> ".join(describe_source(str(path)) for path in (*including, identity))
+        raise PathError(f"{shown}: its defaults list includes itself: {chain}")
+    if len(including) >= MAX_DEFAULTS_DEPTH:
+        raise PathError(f"{shown}: defaults lists nest more than {MAX_DEFAULTS_DEPTH} files deep")
+    data = _read_verl_file(config)
     if not isinstance(data, dict):
-        raise PathError(f"{config}: not a YAML mapping (a verl config)")
-    defaults = data.get("defaults") or []
+        raise PathError(f"{shown}: not a YAML mapping (a verl config)")
+    defaults = data.get("defaults")
+    if defaults is None:
+        defaults = []
+    if not isinstance(defaults, list):
+        raise PathError(
+            f"{shown}: defaults must be a list of config names, got {describe_value(defaults)}"
+        )
+    for index, entry in enumerate(defaults):
+        if not isinstance(entry, (str, dict)):
+            raise PathError(
+                f"{shown}: defaults[{index}] must be a config name or a mapping, got "
+                f"{describe_value(entry)}"
+            )
     if "_self_" not in defaults:
         defaults = [*defaults, "_self_"]
     merged: dict[str, Any] = {}
@@ -195,9 +371,11 @@ def _verl_yaml(config: Path, including: tuple[Path, ...]) -> dict[str, Any]:
         if entry == "_self_":
             own = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
             merged = _deep_merge(merged, own)
-        elif isinstance(entry, str) and (config.parent / f"{entry}.yaml").is_file():
-            parent = _verl_yaml(config.parent / f"{entry}.yaml", (*including, config))
-            merged = _deep_merge(merged, parent)
+        elif isinstance(entry, str):
+            included = Path(os.path.realpath(config.parent)) / f"{entry}.yaml"
+            if os.path.isfile(included):  # else one of verl's own configs (or Hydra's error)
+                parent = _verl_yaml(included, (*including, identity))
+                merged = _deep_merge(merged, parent)
     return merged
 
 

@@ -454,8 +454,8 @@ def test_a_deeply_nested_option_value_is_a_usage_error(
     error = capsys.readouterr().err
     assert "Traceback" not in error and "RecursionError" not in error
     assert error == (
-        "reward-plugins: error: score: argument --set: score: the value is nested too deeply "
-        "(see reward-plugins score --help)\n"
+        "reward-plugins: error: score: argument --set: score: line 1, column 65: nested deeper "
+        "than the limit of 64 levels (see reward-plugins score --help)\n"
     )
     result = run_cli(*args, "--set", "score=" + "[" * 60_000 + "]" * 60_000)
     assert result.returncode == 2

@@ -148,7 +148,7 @@ def test_check_follows_the_defaults_list_and_finds_errors(tmp_path: Path) -> Non
             "reward.custom_reward_function.path=my_reward.py does not load reward_plugins",
         ),
         ("- a\n- b\n", "not a YAML mapping"),
-        ("reward: [\n", "cannot be read"),
+        ("reward: [\n", "config.yaml: line 2, column 1: not valid YAML"),
     ],
 )
 def test_check_refuses_what_is_not_our_reward(tmp_path: Path, text: str, message: str) -> None:
@@ -162,7 +162,7 @@ def test_check_refuses_what_is_not_our_reward(tmp_path: Path, text: str, message
 def test_check_missing_file(tmp_path: Path) -> None:
     result = run_cli("check", tmp_path / "absent.yaml")
     assert result.returncode == 2
-    assert "absent.yaml: cannot be read" in one_line_error(result)
+    assert one_line_error(result) == f"check: verl config {tmp_path / 'absent.yaml'}: no such file"
 
 
 # --- recipe --------------------------------------------------------------------------------------

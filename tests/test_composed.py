@@ -354,7 +354,7 @@ def test_recipe_errors_name_the_file(tmp_path: Path) -> None:
         recipe_of(recipe=str(tmp_path / "absent.yaml"))
     broken = tmp_path / "broken.yaml"
     broken.write_text("components: [\n", encoding="utf-8")
-    with pytest.raises(InvalidOption, match=r"broken.yaml\): cannot be read: .*line"):
+    with pytest.raises(InvalidOption, match=r"broken\.yaml: line 2, column 1: not valid YAML"):
         recipe_of(recipe=str(broken))
     extra = tmp_path / "extra.yaml"
     extra.write_text("components: []\nweights: [1]\n", encoding="utf-8")

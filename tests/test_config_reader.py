@@ -183,11 +183,14 @@ def test_huge_integers_and_non_finite_numbers_come_back_as_values():
         ("a: !!python/object/apply:os.system [ls]", "could not determine a constructor"),
         ("when: 2021-02-30", "cannot be read: day is out of range for month"),
         ("? [1]\n: 2", "found unhashable key"),
+        ("a: \x00", r"not valid YAML: unacceptable character #x0000: .* position 3$"),
+        ("a: !!float x", "cannot be read: could not convert string to float"),
     ],
 )
 def test_invalid_yaml_is_one_config_file_error(text, message):
-    with pytest.raises(ConfigFileError, match=message):
+    with pytest.raises(ConfigFileError, match=message) as raised:
         parse_config_text(text, source="t")
+    assert "\n" not in str(raised.value)
 
 
 def test_not_a_str_is_refused():
@@ -263,6 +266,12 @@ def test_over_size_file(tmp_path):
         read_config_file(path, what="recipe", limits=ReadLimits(max_bytes=50))
 
 
+def test_a_file_larger_than_its_stat_size_is_cut_at_the_limit():
+    """/proc files have st_size 0: the limit holds while reading, too."""
+    with pytest.raises(ConfigFileError, match=r"status: larger than the limit of 50 bytes$"):
+        read_config_file("/proc/self/status", what="recipe", limits=ReadLimits(max_bytes=50))
+
+
 def test_not_utf8(tmp_path):
     path = tmp_path / "latin.yaml"
     path.write_bytes(b"a: 1\nb: caf\xe9\n")
@@ -326,7 +335,7 @@ def test_json_reads_as_json_loads(value):
     assert parse_json_text(text, source="j") == json.loads(text)
 
 
-@given(st.text(max_size=60))
+@given(st.text(max_size=60) | st.text(alphabet="[]{}&*:-,? \n\t'\"!|>#%@ab019._", max_size=80))
 def test_any_text_is_a_value_or_a_config_file_error(text):
     with contextlib.suppress(ConfigFileError):
         parse_config_text(text, source="t")
@@ -344,3 +353,42 @@ def test_paths_are_accepted_as_str_and_pathlike(tmp_path):
     path = Path(tmp_path, "x.json")
     path.write_text('{"a": 1}')
     assert read_config_file(os.fspath(path), what="x") == {"a": 1}
+
+
+PURE_PYTHON_SCRIPT = """
+import yaml
+del yaml.CSafeLoader  # as on a PyYAML built without libyaml
+from reward_plugins.config_reader import ConfigFileError, _SafeLoader, parse_config_text
+assert _SafeLoader is yaml.SafeLoader
+texts = {
+    "bomb": BOMB,
+    "recursive": "components: &c [{scorer: s, components: *c}]",
+    "flow": "[" * 5000 + "]" * 5000,
+    "block": "- " * 3000 + "x",
+}
+for name, text in texts.items():
+    try:
+        parse_config_text(text, source=name)
+    except ConfigFileError as error:
+        print(error)
+print(parse_config_text("a: " + "9" * 5000, source="int")["a"] == 10**5000 - 1)
+"""
+
+
+def test_the_pure_python_parser_keeps_the_limits(tmp_path):
+    """PyYAML built without libyaml: the same refusals from its Python parser."""
+    import subprocess
+    import sys
+
+    script = PURE_PYTHON_SCRIPT.replace("BOMB", repr(alias_bomb()))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("bomb: line ") and lines[0].endswith("aliases are expanded")
+    assert "recursive anchor" in lines[1]
+    assert lines[2] == "flow: line 1, column 65: nested deeper than the limit of 64 levels"
+    assert lines[3].startswith("block: line 1, column ") and "nested deeper" in lines[3]
+    assert lines[4] == "True"

@@ -394,5 +394,5 @@ def test_report_errors() -> None:
         squad_v2_scores(["a"], [["a"]], na_probabilities=["0.5"])  # type: ignore[list-item]
     with pytest.raises(InvalidInput, match=r"na_probabilities\[0\] is NaN"):
         squad_v2_scores(["a"], [["a"]], na_probabilities=[float("nan")])
-    with pytest.raises(InvalidOption, match="na_threshold must be a number, got str"):
+    with pytest.raises(InvalidOption, match="na_threshold must be a finite number, got str"):
         squad_v2_scores(["a"], [["a"]], na_threshold="0.5")  # type: ignore[arg-type]

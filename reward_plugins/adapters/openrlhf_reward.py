@@ -30,6 +30,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from reward_plugins.config_reader import (
+    ConfigFileError,
+    NotJSONError,
+    describe_source,
+    parse_json_text,
+)
 from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES
 from reward_plugins.router import check_options, route
@@ -85,7 +91,8 @@ def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
     """Read and check the ``REWARD_PLUGINS_*`` variables.
 
     Raises:
-        ValueError: ``REWARD_PLUGINS_OPTIONS`` is not a JSON object.
+        ValueError: ``REWARD_PLUGINS_OPTIONS`` is not a JSON object (a ``ConfigFileError``
+            when it is not JSON or is over a limit of the package's reader: 1 MiB, 64 levels).
         InvalidOption: an option the scorer does not accept (the message lists the valid ones),
             or a value it refuses (checked from the options' declared types; nothing is scored).
         UnknownDataSource, UnknownScorer: the data source or the scorer is not registered.
@@ -93,16 +100,18 @@ def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
     scorer = environ.get(SCORER_VARIABLE) or DEFAULT_SCORER
     data_source = environ.get(DATA_SOURCE_VARIABLE) or DEFAULT_DATA_SOURCE
     raw_options = environ.get(OPTIONS_VARIABLE) or "{}"
-    try:
-        options = json.loads(raw_options)
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"{OPTIONS_VARIABLE} is not valid JSON ({error}): {raw_options!r}"
-        ) from error
+    shown = describe_source(raw_options)
+    try:  # bounded: size, depth, string lengths (numbers are checked with the options)
+        options = parse_json_text(raw_options, source=OPTIONS_VARIABLE)
+    except NotJSONError as error:
+        where = str(error).removeprefix(f"{OPTIONS_VARIABLE}: ")
+        raise ConfigFileError(
+            f"{OPTIONS_VARIABLE} is not valid JSON ({where}): '{shown}'"
+        ) from None
     if not isinstance(options, dict):
         raise ValueError(
             f"{OPTIONS_VARIABLE} must be a JSON object of scorer options, "
-            f"got a JSON {type(options).__name__}: {raw_options!r}"
+            f"got a JSON {type(options).__name__}: '{shown}'"
         )
     try:
         check_options(scorer, data_source, options)
@@ -111,7 +120,7 @@ def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
             f"{SCORER_VARIABLE}={scorer!r}, {DATA_SOURCE_VARIABLE}={data_source!r}: {error}"
         ) from error
     except (TypeError, ValueError) as error:
-        raise type(error)(f"{OPTIONS_VARIABLE}={raw_options}: {error}") from error
+        raise type(error)(f"{OPTIONS_VARIABLE}={shown}: {error}") from error
     return RewardConfig(scorer, data_source, options)
 
 

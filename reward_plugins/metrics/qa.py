@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from reward_plugins.errors import InvalidGroundTruth, InvalidInput, InvalidOption
+from reward_plugins.errors import InvalidGroundTruth, InvalidInput
 from reward_plugins.metrics.base import (
     DEFAULT_NORMALIZER,
     Metric,
@@ -53,6 +53,7 @@ from reward_plugins.metrics.base import (
     reject_with_compat,
     resolve_normalizer,
 )
+from reward_plugins.options import finite_number
 from reward_plugins.text import get_normalizer, normalize_squad
 
 SQUAD = "squad"
@@ -581,10 +582,7 @@ def squad_v2_scores(
         raise InvalidInput(f"{name}: {len(rows)} predictions but {len(golds)} targets")
     if not rows:
         raise InvalidInput(f"{name}: no predictions to score")
-    if isinstance(na_threshold, bool) or not isinstance(na_threshold, numbers.Real):
-        raise InvalidOption(
-            f"{name}: na_threshold must be a number, got {type(na_threshold).__name__}"
-        )
+    finite_number(na_threshold, f"{name}: na_threshold")
     probabilities = _probabilities(na_probabilities, len(rows), name)
     exact: list[float] = []
     f1_scores: list[float] = []

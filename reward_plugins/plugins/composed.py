@@ -27,6 +27,7 @@ where a zero weight keeps a metric in the logs only.
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -34,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from reward_plugins.config_reader import ConfigFileError, describe_source, read_config_file
 from reward_plugins.errors import InvalidOption, PluginError, RewardPluginsError
-from reward_plugins.options import Score, freeze
+from reward_plugins.options import SCORE_LIMIT, Range, Score, describe_value, finite_number, freeze
 from reward_plugins.registry import WILDCARD, Bound, lookup, registrations_named, scorer
 
 NAME = "compute_score_composed"
@@ -46,6 +48,8 @@ RECIPE_KEYS = ("components", "combine", "scale", "description")
 RECIPE_DIRECTORY = Path(__file__).resolve().parent.parent / "data" / "recipes"
 """Where the shipped recipes live; ``recipe: NAME`` reads ``NAME.yaml`` from here."""
 MAX_NESTING = 8
+WEIGHT_RANGE = Range(-SCORE_LIMIT, SCORE_LIMIT)
+"""The range of a component's ``weight`` and of a recipe's ``scale``: ``[-1e6, 1e6]``."""
 _PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -143,8 +147,17 @@ def _component_call(index: int, component: Component, call: Any, origin: str) ->
 
 
 def _describe(index: int, name: object, prefix: object = None) -> str:
-    label = f"component {index + 1} ({name}"
-    return f"{label}, as {prefix!r})" if prefix not in (None, name) else f"{label})"
+    label = f"component {index + 1} ({_shown(name, quote=False)}"
+    return f"{label}, as {_shown(prefix)})" if prefix not in (None, name) else f"{label})"
+
+
+def _shown(value: object, quote: bool = True) -> str:
+    """A name or value for a message: a string escaped and cut (a name can be 100 KB long),
+    anything else by :func:`describe_value`."""
+    if isinstance(value, str):
+        shown = describe_source(value)
+        return f"'{shown}'" if quote else shown
+    return describe_value(value)
 
 
 # ------------------------------------------------------------------------------ building
@@ -163,57 +176,72 @@ def load_recipe(recipe: str) -> Recipe:
         ['em']
 
     Raises:
-        InvalidOption: no such recipe, a file that is not YAML, or a recipe that fails the checks
-            of :func:`build_recipe` (the message names the recipe and the component).
+        InvalidOption: no such recipe, a file that cannot be read (the reasons of
+            :func:`reward_plugins.config_reader.read_config_file`: not a regular file, too
+            large, not YAML, over a limit of the reader), or a recipe that fails the checks of
+            :func:`build_recipe` (the message names the recipe and the component).
     """
     path = recipe_path(recipe)
+    name = _shown(recipe)
+    shown_path = describe_source(str(path.absolute()))
+    where = (
+        name
+        if path.parent == RECIPE_DIRECTORY or shown_path == recipe
+        else f"{name} ({shown_path})"
+    )
     stack: list[Path] = getattr(_loading, "stack", [])
-    if path in stack:
-        chain = " -> ".join(str(p) for p in (*stack, path))
-        raise InvalidOption(f"recipe {recipe!r}: a recipe includes itself: {chain}")
+    identity = path.resolve()  # one file however it is spelled (sub/../r.yaml, links)
+    if identity in stack:
+        chain = " -> ".join(str(p) for p in (*stack, identity))
+        raise InvalidOption(f"recipe {name}: a recipe includes itself: {chain}")
     if len(stack) >= MAX_NESTING:
-        raise InvalidOption(f"recipe {recipe!r}: recipes nest more than {MAX_NESTING} deep")
-    data = _read_yaml(path, recipe)
+        raise InvalidOption(f"recipe {name}: recipes nest more than {MAX_NESTING} deep")
+    data = _read_recipe_file(path)
     if not isinstance(data, Mapping):
         raise InvalidOption(
-            f"recipe {recipe!r} ({path}): must be a mapping with 'components', got "
-            f"{type(data).__name__}"
+            f"recipe {where}: must be a mapping with 'components', got {type(data).__name__}"
         )
-    unknown = sorted(set(map(str, data)) - set(RECIPE_KEYS))
+    unknown = sorted(_shown(key, quote=False) for key in data if key not in RECIPE_KEYS)
     if unknown:
         raise InvalidOption(
-            f"recipe {recipe!r} ({path}): unknown key(s) {', '.join(unknown)}; valid keys: "
+            f"recipe {where}: unknown key(s) {', '.join(unknown)}; valid keys: "
             f"{', '.join(RECIPE_KEYS)}"
         )
-    _loading.stack = [*stack, path]
+    description = data.get("description") or ""
+    if not isinstance(description, str):
+        raise InvalidOption(
+            f"recipe {where}: description must be a string, got {describe_value(description)}"
+        )
+    _loading.stack = [*stack, identity]
     try:
         built = build_recipe(
-            data.get("components"), data.get("combine", "sum"), data.get("scale", 1.0), recipe
+            data.get("components"),
+            data.get("combine", "sum"),
+            data.get("scale", 1.0),
+            describe_source(recipe),
         )
     finally:
         _loading.stack = stack
-    built.description = str(data.get("description") or "")
+    built.description = description
     return built
 
 
 def recipe_path(recipe: str) -> Path:
-    """The file of a recipe name or path.
+    """The file of a recipe name (a shipped recipe) or path (ending in ``.yaml``/``.yml`` or
+    holding a path separator; relative to the current directory), not yet read.
 
     Raises:
-        InvalidOption: neither a shipped recipe nor an existing file.
+        InvalidOption: a name that is no shipped recipe.
     """
     if recipe.endswith((".yaml", ".yml")) or "/" in recipe or "\\" in recipe:
-        path = Path(recipe).expanduser()
-        if not path.is_file():
-            raise InvalidOption(f"recipe {recipe!r}: no such file")
-        return path.resolve()
-    path = RECIPE_DIRECTORY / f"{recipe}.yaml"
-    if not _PREFIX.match(recipe) or not path.is_file():
+        return Path(recipe).expanduser()
+    shipped = shipped_recipes()
+    if recipe not in shipped:  # compared by name: a 100 KB name never reaches the file system
         raise InvalidOption(
-            f"recipe {recipe!r}: no shipped recipe of that name (shipped: "
-            f"{', '.join(shipped_recipes())}); a recipe file is named by a path ending in .yaml"
+            f"recipe {_shown(recipe)}: no shipped recipe of that name (shipped: "
+            f"{', '.join(shipped)}); a recipe file is named by a path ending in .yaml"
         )
-    return path
+    return RECIPE_DIRECTORY / f"{recipe}.yaml"
 
 
 def shipped_recipes() -> tuple[str, ...]:
@@ -221,14 +249,23 @@ def shipped_recipes() -> tuple[str, ...]:
     return tuple(sorted(path.stem for path in RECIPE_DIRECTORY.glob("*.yaml")))
 
 
-def _read_yaml(path: Path, recipe: str) -> Any:
-    import yaml
+def _read_recipe_file(path: Path) -> Any:
+    """The YAML of a recipe file, read by the package's bounded reader.
 
+    Raises:
+        InvalidOption: the reader's :class:`ConfigFileError`, and for a relative path that does
+            not exist, the directory it was looked for in.
+    """
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        reason = " ".join(str(error).split())
-        raise InvalidOption(f"recipe {recipe!r} ({path}): cannot be read: {reason}") from None
+        return read_config_file(path, what="recipe")
+    except ConfigFileError as error:
+        message = str(error)
+        if not path.is_absolute() and not os.path.lexists(path):
+            message += (
+                "; a relative recipe path is read from the current directory, "
+                f"{describe_source(os.getcwd())}"
+            )
+        raise InvalidOption(message) from None
 
 
 def build_recipe(components: Any, combine: Any, scale: Any, origin: str) -> Recipe:
@@ -242,10 +279,10 @@ def build_recipe(components: Any, combine: Any, scale: Any, origin: str) -> Reci
     """
     if combine not in COMBINE_MODES:
         raise InvalidOption(
-            f"{origin}: combine must be one of {', '.join(COMBINE_MODES)}, got {combine!r:.80}"
+            f"{origin}: combine must be one of {', '.join(COMBINE_MODES)}, got "
+            f"{describe_value(combine)}"
         )
-    if not _is_number(scale) or not math.isfinite(scale):
-        raise InvalidOption(f"{origin}: scale must be a finite number, got {scale!r:.80}")
+    finite_number(scale, f"{origin}: scale", WEIGHT_RANGE)
     if isinstance(components, (str, bytes)) or not isinstance(components, Sequence):
         raise InvalidOption(
             f"{origin}: components must be a list of mappings, got {type(components).__name__}"
@@ -274,20 +311,21 @@ def _component(index: int, item: Any, origin: str) -> Component:
         )
     name = item.get("scorer")
     if not isinstance(name, str):
-        raise InvalidOption(f"{where}: 'scorer' must name a registered scorer, got {name!r:.80}")
+        raise InvalidOption(
+            f"{where}: 'scorer' must name a registered scorer, got {describe_value(name)}"
+        )
     if "weight" not in item:
         raise InvalidOption(f"{where}: 'weight' is missing (0 logs the component unpaid)")
-    weight = item["weight"]
-    if not _is_number(weight) or not math.isfinite(weight):
-        raise InvalidOption(f"{where}: 'weight' must be a finite number, got {weight!r:.80}")
+    weight = finite_number(item["weight"], f"{where}: 'weight'", WEIGHT_RANGE)
     prefix = item.get("as", name)
     if not isinstance(prefix, str) or not _PREFIX.match(prefix):
         raise InvalidOption(
-            f"{where}: 'as' must be an identifier (letters, digits, _), got {prefix!r:.80}"
+            f"{where}: 'as' must be an identifier (letters, digits, _), got "
+            f"{describe_value(prefix)}"
         )
     primary = item.get("primary", False)
     if type(primary) is not bool:
-        raise InvalidOption(f"{where}: 'primary' must be a bool, got {primary!r:.80}")
+        raise InvalidOption(f"{where}: 'primary' must be a bool, got {describe_value(primary)}")
     options = {key: value for key, value in item.items() if key not in COMPONENT_KEYS}
     return Component(name, weight, prefix, primary, options)
 
@@ -321,10 +359,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         return [_plain(item) for item in value]
     return value
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # ----------------------------------------------------------------------------- the scorer
@@ -376,7 +410,7 @@ def _build(components: Any, recipe: Any, combine: Any, scale: Any) -> Recipe:
         ]
         if fixed:
             raise InvalidOption(
-                f"{', '.join(fixed)} given beside recipe {recipe!r}: the recipe file sets "
+                f"{', '.join(fixed)} given beside recipe {_shown(recipe)}: the recipe file sets "
                 f"{'it' if len(fixed) == 1 else 'them'}"
             )
         return load_recipe(recipe)

@@ -43,6 +43,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from reward_plugins.config_reader import ConfigFileError, read_config_file
 from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.groundtruth import Golds
 from reward_plugins.options import PositiveInt, Score
@@ -109,15 +110,16 @@ def declared_tools(tool_config: str | None) -> Mapping[str, DeclaredTool]:
         {'search': DeclaredTool(required=frozenset({'query'}), search=True)}
 
     Raises:
-        ConfigFileError: the file cannot be read (missing, not a regular file, too large or too
-            deep, not YAML).
-        InvalidOption: it is not a verl tool config, or a tool's ``required`` is not a list of
-            strings (verl's ``OpenAIFunctionParametersSchema`` takes a list).
+        InvalidOption: the file cannot be read (missing, not a regular file, over a limit of the
+            reader, not YAML: the reader's message), it is not a verl tool config, or a tool's
+            ``required`` is not a list of strings (verl's ``OpenAIFunctionParametersSchema``
+            takes a list).
     """
-    from reward_plugins.config_reader import read_config_file  # imports yaml: only when needed
-
     path = SHIPPED_TOOL_CONFIG if tool_config is None else Path(tool_config).expanduser()
-    data = read_config_file(path, what="tool_config")
+    try:
+        data = read_config_file(path, what="tool_config")
+    except ConfigFileError as error:
+        raise InvalidOption(str(error)) from None
     where = f"tool_config {str(path)!r}"
     tools = data.get("tools") if isinstance(data, Mapping) else None
     if not isinstance(tools, list) or not tools:
