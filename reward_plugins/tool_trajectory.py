@@ -36,8 +36,13 @@ The rules, in the order they apply:
   an answer are calls (verl would have executed them) and carry ``in_answer=True``. An answer
   still open at a role line, an environment block or the end of the text is dropped.
 * **The final answer** is the last closed answer that starts after the end of the last
-  environment block; ``None`` if there is none. ``answer_before_call`` flags a closed answer
-  followed by a call block (valid or not) in the text.
+  environment block; ``None`` if there is none. So no text inside a tool response, inside a
+  call's arguments or in a non-assistant turn is ever the final answer, nor is an answer the
+  model gave before its last tool result. ``answer_before_call`` flags a closed answer followed
+  by a call block (valid or not) in the text.
+* **Answer tags the model wrote** (``answer_tags``): the ``<answer>`` and ``</answer>`` tags in
+  assistant turns outside calls and environment blocks, the counts that the anti-spam rule of
+  the QA rewards reads.
 * Stray closers and text between blocks are ignored.
 
 Tool-call JSON (verl's ``HermesToolParser``, adapted from vLLM's
@@ -132,7 +137,9 @@ class Trajectory:
     ``answers`` are the content spans of every closed ``<answer>`` block; ``answer`` is the
     stripped content of the final answer (see the module rules) and ``answer_span`` its
     unstripped content span, both ``None`` when there is none. ``answer_before_call`` is set when
-    a closed answer is followed by a call block.
+    a closed answer is followed by a call block. ``answer_tags`` counts the ``<answer>`` and the
+    ``</answer>`` tags the model wrote (in assistant turns, outside calls and environment
+    blocks).
     """
 
     events: tuple[Event, ...]
@@ -141,6 +148,7 @@ class Trajectory:
     answer: str | None
     answer_span: Span | None
     answer_before_call: bool
+    answer_tags: tuple[int, int] = (0, 0)
     assistant_roles: tuple[str, ...] = field(default=ASSISTANT_ROLES, repr=False)
 
     @property
@@ -239,6 +247,8 @@ class _Parser:
         self.answer_open: int | None = None  # content start of a pending <answer>
         self.last_env_end = -1
         self.answer_before_call = False
+        self.answer_openers = 0
+        self.answer_closers = 0
 
     def run(self, pattern: re.Pattern[str]) -> Trajectory:
         for match in pattern.finditer(self.text):
@@ -279,9 +289,11 @@ class _Parser:
                 self._open_call("tool_call", start, end)
             return
         if closing:
-            if name == "answer" and self.answer_open is not None:
-                self.answers.append((self.answer_open, start))
-                self.answer_open = None
+            if name == "answer" and self.in_assistant:
+                self.answer_closers += 1
+                if self.answer_open is not None:
+                    self.answers.append((self.answer_open, start))
+                    self.answer_open = None
             return
         if name in _ENV_TAGS:
             self.answer_open = None
@@ -290,8 +302,10 @@ class _Parser:
             return
         elif name in _CALL_TAGS:
             self._open_call(_CALL_TAGS[name], start, end)
-        elif self.answer_open is None:
-            self.answer_open = end
+        else:
+            self.answer_openers += 1
+            if self.answer_open is None:
+                self.answer_open = end
 
     def _open_call(self, kind: CallKind, start: int, end: int) -> None:
         if self.answers and not self.answer_before_call:
@@ -338,6 +352,7 @@ class _Parser:
             answer=None if final is None else self.text[final[0] : final[1]].strip(),
             answer_span=final,
             answer_before_call=self.answer_before_call,
+            answer_tags=(self.answer_openers, self.answer_closers),
             assistant_roles=self.assistant_roles,
         )
 

@@ -601,15 +601,15 @@ def test_tool_keeps_at_most_max_concurrency_requests_in_flight(
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"topk": 0}, "topk must be an int of at least 1, got 0 (int)"),
-        ({"topk": "3"}, "topk must be an int of at least 1, got '3' (str)"),
-        ({"retries": -1}, "retries must be an int of at least 0, got -1"),
-        ({"max_concurrency": True}, "max_concurrency must be an int of at least 1, got True"),
-        ({"timeout": 0}, "timeout must be a number of seconds above 0, got 0"),
-        ({"timeout": "30"}, "timeout must be a number of seconds above 0, got '30' (str)"),
-        ({"backoff": -0.5}, "backoff must be a number of seconds at least 0, got -0.5"),
+        ({"topk": 0}, "topk must be an int in [1, 100], got 0 (int)"),
+        ({"topk": "3"}, "topk must be an int in [1, 100], got '3' (str)"),
+        ({"retries": -1}, "retries must be an int in [0, 10], got -1"),
+        ({"max_concurrency": True}, "max_concurrency must be an int in [1, 1024], got True"),
+        ({"timeout": 0}, "timeout must be a number of seconds in (0, 3600], got 0"),
+        ({"timeout": "30"}, "timeout must be a number of seconds in (0, 3600], got '30' (str)"),
+        ({"backoff": -0.5}, "backoff must be a number of seconds in [0, 60], got -0.5"),
         ({"retrieval_service_url": "localhost:8000"}, "retrieval_service_url must be an http(s)"),
-        ({"top_k": 3}, "unknown config key(s) top_k; valid: backoff, max_concurrency"),
+        ({"top_k": 3}, "unknown config key(s) 'top_k'; valid: backoff, max_concurrency"),
     ],
 )
 def test_tool_config_is_checked(tmp_path: Path, config: dict[str, Any], message: str) -> None:
@@ -617,20 +617,27 @@ def test_tool_config_is_checked(tmp_path: Path, config: dict[str, Any], message:
         load_tool(tmp_path, "http://127.0.0.1:1/retrieve", **config)
 
 
-def test_tool_defaults_without_config_or_schema() -> None:
+def test_tool_defaults_without_config_or_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(search_module.URL_VARIABLE, raising=False)
     tool = SearchTool({"type": "native"}, None)
     assert tool.name == "search"
     assert tool.settings == search_module.SearchSettings(
-        retrieval_service_url="http://127.0.0.1:8000/retrieve",
+        retrieval_service_url=("http://127.0.0.1:8000/retrieve",),
         topk=3,
         timeout=30.0,
         retries=2,
         backoff=0.5,
         max_concurrency=16,
+        max_response_bytes=4 * 1024 * 1024,
     )
     shipped = yaml.safe_load(SHIPPED_YAML.read_text())["tools"][0]
     assert shipped["tool_schema"] == search_module.DEFAULT_SCHEMA
-    assert shipped["config"] == {"type": "native", **vars(tool.settings)}
+    (url,) = tool.settings.retrieval_service_url
+    assert shipped["config"] == {
+        "type": "native",
+        **vars(tool.settings),
+        "retrieval_service_url": url,
+    }
 
 
 # --- the command line --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 import reward_plugins
 from reward_plugins import InvalidOption
-from reward_plugins.plugins.tool_agent import TOOL_KEYS, declared_tools
+from reward_plugins.plugins.tool_agent import TOOL_KEYS, DeclaredTool, declared_tools
 from reward_plugins.router import route
 
 QA_KEYS = ("score", "acc", "em", "subem", "f1", "answer_found", "answer_tags", "spam_penalized")
@@ -71,10 +71,10 @@ SHAPED = {"retrieval_score": 0.1, "search_bonus": 0.05, "invalid_call_penalty": 
         (UNDECLARED, 1.0, 0.8, -0.5, (1, 1, 1, 0.0, 0.0, 2)),
         # a declared tool without its required `query`: 1 - 0.2
         (MISSING_ARGUMENT, 1.0, 0.8, -0.5, (1, 1, 1, 0.0, 0.0, 2)),
-        # answered, then called: the QA reward still reads the last answer tag (1), the hit
-        # counts (+0.1), a valid call (+0.05); the format is invalid (an answer before a call,
-        # none after the last response)
-        (ANSWER_BEFORE_RESPONSE, 1.0, 1.15, -0.5, (1, 0, 1, 1.0, 0.0, 2)),
+        # answered, then called: no final answer (none after the last tool response), so the
+        # answer reward is 0; the hit counts (+0.1), a valid call (+0.05); the format is
+        # invalid (an answer before a call, none after the last response)
+        (ANSWER_BEFORE_RESPONSE, 0.0, 0.15, -0.5, (1, 0, 1, 1.0, 0.0, 2)),
         # Search-R1 tags: a search is a call of `search`, information a response
         (SEARCH_R1, 1.0, 1.15, 1.0, (1, 0, 1, 1.0, 1.0, 1)),
         # a tool response the model wrote in its own turn does not count as retrieval
@@ -86,7 +86,8 @@ def test_decision_table(
 ) -> None:
     result = tool_score(text)
     assert result["score"] == defaults
-    assert result["score"] == route("compute_score", "searchR1_nq", text, GOLDS, {})["score"]
+    if text != ANSWER_BEFORE_RESPONSE:  # there the last answer tag is not the final answer
+        assert result["score"] == route("compute_score", "searchR1_nq", text, GOLDS, {})["score"]
     assert tool_score(text, **SHAPED)["score"] == pytest.approx(shaped, abs=1e-12)
     assert tool_score(text, invalid_format_score=-0.5)["score"] == gated
     assert tuple(result[key] for key in TOOL_KEYS[:-1]) == counts
@@ -112,7 +113,7 @@ def test_too_many_calls_and_tool_rewards() -> None:
     many = "".join(f"{call()}{tool_turn(LYON_DOC)}" for _ in range(4)) + "<answer>Paris</answer>"
     assert tool_score(many)["format_valid"] == 1.0
     assert tool_score(many, max_tool_calls=3)["format_valid"] == 0.0
-    info = {"tool_rewards": [0.5, 0.25, None, float("nan")], "num_turns": 9}
+    info = {"tool_rewards": [0.5, 0.25], "num_turns": 9}
     result = tool_score(many, extra_info=info)
     assert (result["score"], result["tool_reward_sum"]) == (1.0, 0.75)  # weight 0: logged only
     assert tool_score(many, extra_info=info, tool_reward_weight=2.0)["score"] == 2.5
@@ -124,7 +125,7 @@ def test_any_data_source(tmp_path: Path) -> None:
 
 
 def test_tool_config_declares_the_tools(tmp_path: Path) -> None:
-    assert dict(declared_tools(None)) == {"search": frozenset({"query"})}
+    assert dict(declared_tools(None)) == {"search": DeclaredTool(frozenset({"query"}), True)}
     config = tmp_path / "tools.yaml"
     config.write_text(
         "tools:\n"

@@ -30,7 +30,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from reward_plugins.errors import InvalidOption
-from reward_plugins.extract import ExtractMode, extract_tag, find_tag_spans, scan_tags
+from reward_plugins.extract import ExtractMode, TagScan, extract_tag, find_tag_spans, scan_tags
 from reward_plugins.groundtruth import Golds, coerce_golds
 from reward_plugins.metrics import Metric, get_metric
 from reward_plugins.metrics.qa import Comparison, compare, gold_index, subem_match
@@ -128,6 +128,7 @@ def _qa_outcome(
     penalize: bool = True,
     with_f1: bool = True,
     metric: Metric | None = None,
+    scan: TagScan | None = None,
 ) -> _Outcome:
     """The outcome of one response under the QA options (their defaults are verl's): verl's
     decision table, for any match rule.
@@ -136,9 +137,10 @@ def _qa_outcome(
     ``metric(answer, golds)`` for ``"metric"``), times ``spam_factor`` when ``penalize`` and the
     response has more than ``max_answer_tags`` opening or closing answer tags. Otherwise
     ``format_score``. ``rule`` is ``"em"``, ``"subem"``, ``"f1"`` or ``"metric"``; the options
-    after ``reject_empty_gold`` are set by the scorers, not by users.
+    after ``reject_empty_gold`` are set by the scorers, not by users: ``scan`` is the answer and
+    the tag counts when the scorer found them itself (else :func:`scan_tags` reads them).
     """
-    answer, opening, closing = scan_tags(solution_str, "answer", extract)
+    answer, opening, closing = scan_tags(solution_str, "answer", extract) if scan is None else scan
     comparison = compare(
         answer,
         golds,
@@ -200,7 +202,7 @@ def _options_of(function: Callable[..., Any], *, drop: tuple[str, ...] = ()) -> 
     ]
 
 
-_QA_PARAMETERS = _options_of(_qa_outcome, drop=("penalize", "with_f1", "metric"))
+_QA_PARAMETERS = _options_of(_qa_outcome, drop=("penalize", "with_f1", "metric", "scan"))
 """The QA options, declared once on :func:`_qa_outcome`; the QA scorers take exactly these."""
 
 

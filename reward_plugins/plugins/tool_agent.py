@@ -6,19 +6,30 @@ function (assistant turns with Hermes ``<tool_call>`` blocks, tool turns with
 :func:`reward_plugins.tool_trajectory.parse_trajectory`. The reward is computed from the text
 alone, so a rollout gets the same reward under every verl manager, whichever fields it passes:
 
-    score = answer reward (the QA decision table of ``compute_score``, ``compute_score_subem``,
-            ``compute_score_f1`` or ``compute_score_metric``, chosen by ``answer_rule``),
-            replaced by ``invalid_format_score`` when that is set and the format is invalid,
+    score = answer reward of the final answer (the QA decision table of ``compute_score``,
+            ``compute_score_subem``, ``compute_score_f1`` or ``compute_score_metric``, chosen
+            by ``answer_rule``), replaced by ``invalid_format_score`` when that is set and the
+            format is invalid,
           + retrieval_score       if a gold occurs in a tool response (SubEM's normalization)
           + search_bonus          if the trajectory holds at least one valid call
           - invalid_call_penalty  x the number of invalid calls
           + tool_reward_weight    x the sum of ``extra_info["tool_rewards"]`` (0 if absent)
 
-The format is valid when every call is valid JSON naming a tool that ``tool_config`` declares,
-with the tool's required arguments, at most ``max_tool_calls`` calls were made, an answer
-follows the last tool response, and no call follows an answer. Every term but the answer
-reward is 0 by default, so by default the reward is the QA reward: a correct answer without
-any search is paid, as in the Search-R1 papers.
+The final answer is the parser's: the last closed ``<answer>`` in an assistant turn after the
+last tool response (with ``extract="first"``, the first of those), never a span inside a tool
+response, a call's arguments or a non-assistant turn; the anti-spam rule counts the answer tags
+the model wrote (``Trajectory.answer_tags``). A call is valid when it is valid JSON naming a
+tool that ``tool_config`` declares with arguments that tool runs: for the search tool
+(``reward_plugins.tools.SearchTool``) the rule of :mod:`reward_plugins.tools.schema`, which the
+tool itself applies (``query`` or ``query_list``); for any other tool, the schema's
+``required`` arguments. The format is valid when every call is valid, at most
+``max_tool_calls`` calls were made, an answer follows the last tool response, and no call
+follows an answer. Every term but the answer reward is 0 by default, so by default the reward
+is the QA reward of the final answer: a correct answer without any search is paid, as in the
+Search-R1 papers.
+
+``extra_info["tool_rewards"]`` (what verl's tool agent loop collects from the tools'
+``execute``) counts by :func:`tool_reward_sum`'s rule.
 """
 
 from __future__ import annotations
@@ -26,13 +37,14 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 from reward_plugins.config_reader import ConfigFileError, read_config_file
-from reward_plugins.errors import InvalidOption
+from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.groundtruth import Golds
 from reward_plugins.options import PositiveInt, Score
 from reward_plugins.plugins.search_r1 import (
@@ -45,7 +57,8 @@ from reward_plugins.plugins.search_r1 import (
     retrieval_hit,
 )
 from reward_plugins.registry import WILDCARD, scorer
-from reward_plugins.tool_trajectory import ToolCall, parse_trajectory
+from reward_plugins.tool_trajectory import ToolCall, Trajectory, parse_trajectory
+from reward_plugins.tools.schema import SEARCH_TOOL_CLASSES, arguments_error
 
 SHIPPED_TOOL_CONFIG = Path(__file__).resolve().parent.parent / "data" / "tools" / "search.yaml"
 """The tool YAML that ships with the package (the ``search`` tool); the default ``tool_config``."""
@@ -61,66 +74,172 @@ TOOL_KEYS: tuple[str, ...] = (
 )
 """The keys added to the QA keys, in this order."""
 
+MAX_TOOL_REWARDS = 10_000
+"""The most values ``extra_info["tool_rewards"]`` may hold."""
+MAX_TOOL_REWARD = 1e6
+"""The largest magnitude of one tool reward (so the sum is finite and exact enough)."""
+TOOL_REWARDS_FIELD = 'extra_info["tool_rewards"]'
+
 AnswerRule = Literal["em", "subem", "f1", "metric"]
 
 
+@dataclass(frozen=True)
+class DeclaredTool:
+    """One tool of a verl tool YAML: its ``required`` arguments, and whether it is the search
+    tool (whose own argument rule then decides, see the module docstring)."""
+
+    required: frozenset[str]
+    search: bool = False
+
+    def error(self, arguments: Mapping[str, Any]) -> str | None:
+        """Why the tool would not run ``arguments``, or ``None``."""
+        if self.search:
+            return arguments_error(arguments)
+        missing = sorted(self.required - set(arguments))
+        return f"missing argument(s) {', '.join(missing)}" if missing else None
+
+
 @cache
-def declared_tools(tool_config: str | None) -> Mapping[str, frozenset[str]]:
-    """Tool name -> required argument names, from a verl tool YAML (``tools:`` entries with an
-    OpenAI function ``tool_schema``); ``None`` reads the shipped one.
+def declared_tools(tool_config: str | None) -> Mapping[str, DeclaredTool]:
+    """Tool name -> :class:`DeclaredTool`, from a verl tool YAML (``tools:`` entries with an
+    OpenAI function ``tool_schema``) read with the package's bounded reader; ``None`` reads the
+    shipped one.
 
     Example:
         >>> dict(declared_tools(None))
-        {'search': frozenset({'query'})}
+        {'search': DeclaredTool(required=frozenset({'query'}), search=True)}
 
     Raises:
-        InvalidOption: the file cannot be read or is not a verl tool config.
+        InvalidOption: the file cannot be read (missing, not a regular file, over a limit of the
+            reader, not YAML: the reader's message), it is not a verl tool config, or a tool's
+            ``required`` is not a list of strings (verl's ``OpenAIFunctionParametersSchema``
+            takes a list).
     """
     path = SHIPPED_TOOL_CONFIG if tool_config is None else Path(tool_config).expanduser()
     try:
         data = read_config_file(path, what="tool_config")
     except ConfigFileError as error:
         raise InvalidOption(str(error)) from None
+    where = f"tool_config {str(path)!r}"
     tools = data.get("tools") if isinstance(data, Mapping) else None
     if not isinstance(tools, list) or not tools:
-        raise InvalidOption(f"tool_config {str(path)!r}: no 'tools' list (a verl tool config)")
-    declared: dict[str, frozenset[str]] = {}
+        raise InvalidOption(f"{where}: no 'tools' list (a verl tool config)")
+    declared: dict[str, DeclaredTool] = {}
     for index, tool in enumerate(tools):
         schema = tool.get("tool_schema") if isinstance(tool, Mapping) else None
         function = schema.get("function") if isinstance(schema, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise InvalidOption(
-                f"tool_config {str(path)!r}: tools[{index}] has no tool_schema.function.name"
-            )
+            raise InvalidOption(f"{where}: tools[{index}] has no tool_schema.function.name")
         parameters = function.get("parameters")
         required = parameters.get("required") if isinstance(parameters, Mapping) else None
-        declared[function["name"]] = frozenset(map(str, required or ()))
+        if required is None:
+            required = []
+        if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+            raise InvalidOption(
+                f"{where}: tools[{index}].tool_schema.function.parameters.required must be a "
+                f"list of argument names, got {type(required).__name__}"
+            )
+        search = isinstance(tool, Mapping) and tool.get("class_name") in SEARCH_TOOL_CLASSES
+        declared[function["name"]] = DeclaredTool(frozenset(required), search)
     return declared
 
 
-def call_error(call: ToolCall, tools: Mapping[str, frozenset[str]]) -> str | None:
+def call_error(call: ToolCall, tools: Mapping[str, DeclaredTool]) -> str | None:
     """Why ``call`` is invalid under the declared ``tools``, or ``None``: the parser's error,
-    an undeclared tool, or a missing required argument."""
+    an undeclared tool, or arguments the tool would not run."""
     if call.error is not None:
         return call.error
-    required = tools.get(call.name or "")
-    if required is None:
+    tool = tools.get(call.name or "")
+    if tool is None:
         return f"undeclared tool {call.name!r}"
-    missing = sorted(required - set(call.arguments or ()))
-    return f"missing argument(s) {', '.join(missing)}" if missing else None
+    return tool.error(call.arguments or {})
 
 
-def _tool_reward_sum(extra_info: Mapping[str, Any] | None) -> float:
-    """The sum of the finite numbers in ``extra_info["tool_rewards"]`` (0 when absent)."""
-    rewards = (extra_info or {}).get("tool_rewards")
-    if rewards is None or isinstance(rewards, (str, bytes)):
-        return 0.0
-    values = rewards if isinstance(rewards, Sequence) else list(rewards)
-    return math.fsum(
-        float(value)
-        for value in values
-        if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+def _real(value: Any, field: str) -> float:
+    """``value`` as a float when it is a finite real of magnitude at most
+    :data:`MAX_TOOL_REWARD` (a huge int is compared, never converted), else
+    :class:`InvalidInput`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidInput(
+            f"compute_score_tool: {field} must be a real number, got {type(value).__name__}"
+        )
+    if isinstance(value, numbers.Integral):
+        whole = int(value)
+        if abs(whole) <= MAX_TOOL_REWARD:
+            return float(whole)
+        shown = f"a {whole.bit_length()}-bit int"
+    else:
+        try:
+            number = float(value)
+        except OverflowError:  # a Fraction beyond the float range
+            number = math.inf
+        if math.isfinite(number) and abs(number) <= MAX_TOOL_REWARD:
+            return number
+        shown = repr(number)
+    raise InvalidInput(
+        f"compute_score_tool: {field} must be finite and at most {MAX_TOOL_REWARD:g} in "
+        f"magnitude, got {shown} ({type(value).__name__})"
     )
+
+
+def tool_reward_sum(extra_info: Any) -> float:
+    """The sum of ``extra_info["tool_rewards"]``, by one rule.
+
+    ``extra_info`` ``None`` or without the key (or the key ``None``): 0. A list, tuple or
+    1-d array of reals: their ``math.fsum``; a single real (or a 0-d array): itself. Every value
+    must be a finite real (not a bool) of magnitude at most :data:`MAX_TOOL_REWARD`, and there
+    may be at most :data:`MAX_TOOL_REWARDS` of them.
+
+    Example:
+        >>> tool_reward_sum({"tool_rewards": [0.1, 0.2, 0.3]})
+        0.6
+        >>> tool_reward_sum({"num_turns": 3}), tool_reward_sum({"tool_rewards": 2})
+        (0.0, 2.0)
+
+    Raises:
+        InvalidInput: ``extra_info`` is not a mapping; the field holds NaN, an infinity, a
+            bool, a string, an int too large, another type, an array of more than one
+            dimension, or too many values (the message names the field and the type).
+    """
+    if extra_info is None:
+        return 0.0
+    if not isinstance(extra_info, Mapping):
+        raise InvalidInput(
+            f"compute_score_tool: extra_info must be a mapping, got {type(extra_info).__name__}"
+        )
+    rewards = extra_info.get("tool_rewards")
+    dimensions = getattr(rewards, "ndim", None)  # numpy arrays and scalars
+    if dimensions == 0:
+        rewards = rewards.item()  # type: ignore[union-attr]
+    elif dimensions == 1:
+        rewards = rewards.tolist()  # type: ignore[union-attr]
+    elif dimensions is not None:
+        raise InvalidInput(
+            f"compute_score_tool: {TOOL_REWARDS_FIELD} must be a list of numbers, got a "
+            f"{dimensions}-d {type(rewards).__name__}"
+        )
+    if rewards is None:
+        return 0.0
+    if not isinstance(rewards, list | tuple):
+        return _real(rewards, TOOL_REWARDS_FIELD)
+    if len(rewards) > MAX_TOOL_REWARDS:
+        raise InvalidInput(
+            f"compute_score_tool: {TOOL_REWARDS_FIELD} holds {len(rewards)} values; at most "
+            f"{MAX_TOOL_REWARDS}"
+        )
+    return math.fsum(
+        _real(value, f"{TOOL_REWARDS_FIELD}[{index}]") for index, value in enumerate(rewards)
+    )
+
+
+def final_answer(trajectory: Trajectory, text: str, extract: str) -> str | None:
+    """The stripped final answer: the parser's (``extract="last"``), or the first closed answer
+    after the last tool response (``"first"``); ``None`` when there is none."""
+    if extract == "last":
+        return trajectory.answer
+    last_response = max((response.span[1] for response in trajectory.responses), default=-1)
+    after = [span for span in trajectory.answers if span[0] >= last_response]
+    return text[after[0][0] : after[0][1]].strip() if after else None
 
 
 def _check(options: Mapping[str, Any]) -> None:
@@ -174,18 +293,29 @@ def score_tool(
     """The tool-trajectory reward of the module docstring; the QA keys, then :data:`TOOL_KEYS`.
 
     ``acc`` is the answer rule's paid match (EM for ``f1`` and ``metric``), as in the QA
-    scorers; ``extra_info`` only feeds ``tool_reward_sum``.
+    scorers; ``extra_info`` only feeds ``tool_reward_sum`` (:func:`tool_reward_sum`).
+
+    Raises:
+        InvalidInput: ``extra_info`` or its ``tool_rewards`` break :func:`tool_reward_sum`'s
+            rule.
     """
+    tool_rewards = tool_reward_sum(extra_info)
+    trajectory = parse_trajectory(solution_str)
+    answer = final_answer(trajectory, solution_str, qa_options.get("extract", "last"))
     measure = None if metric is None else _metric(metric, metric_options)
-    penalize = answer_rule != "subem"
     outcome = _qa_outcome(
-        answer_rule, solution_str, golds, penalize=penalize, metric=measure, **qa_options
+        answer_rule,
+        solution_str,
+        golds,
+        penalize=answer_rule != "subem",
+        metric=measure,
+        scan=(answer, *trajectory.answer_tags),
+        **qa_options,
     )
     comparison = outcome.comparison
     acc = outcome.paid_match if answer_rule in ("em", "subem") else comparison.em
     result = _qa_result(outcome, acc and not comparison.too_long)
 
-    trajectory = parse_trajectory(solution_str)
     tools = declared_tools(tool_config)
     calls = trajectory.calls
     invalid = sum(call_error(call, tools) is not None for call in calls)
@@ -208,8 +338,6 @@ def score_tool(
         and trajectory.answer is not None
         and not trajectory.answer_before_call
     )
-    tool_rewards = _tool_reward_sum(extra_info)
-
     score = result["score"]
     if invalid_format_score is not None and not format_valid:
         score = invalid_format_score
