@@ -46,7 +46,7 @@ import sys
 import textwrap
 import tokenize
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -254,7 +254,7 @@ def test_python_block_shows_results_without_assert(block: Block) -> None:
 # ------------------------------------------------------------------------ shell blocks
 
 
-def write_dump(path: Path, rows: list[dict], step: int) -> None:
+def write_dump(path: Path, rows: list[dict[str, Any]], step: int) -> None:
     """``rows`` (training rows of the shipped sample) as verl's dump of ``step``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = []
@@ -292,7 +292,8 @@ def test_doc_workspace_holds_the_sample_as_verl_dumps(doc_workspace: Path) -> No
     )
     for name in WORKSPACE_FILES:
         assert (doc_workspace / name).exists(), name
-    val = [json.loads(line) for line in (doc_workspace / "ckpt/val/120.jsonl").open()]
+    val_dump = (doc_workspace / "ckpt" / "val" / "120.jsonl").read_text(encoding="utf-8")
+    val = [json.loads(line) for line in val_dump.splitlines()]
     assert len(val) == 120 and {row["step"] for row in val} == {120}
     assert val[0]["gts"] == {"target": "['George Orwell' 'Eric Arthur Blair']"}
     assert val[0]["score"] == 0.0  # verl takes the last of its two answers, a wrong one
