@@ -96,13 +96,16 @@ def test_no_gpu_build_and_no_torch(test_pins: dict[str, str]) -> None:
     assert [name for name in test_pins if name.startswith("nvidia")] == []
 
 
-def test_the_readme_test_command_installs_under_the_pins(matrix_pins: dict[str, str]) -> None:
+def test_the_readme_test_command_installs_under_the_pins(
+    test_pins: dict[str, str], matrix_pins: dict[str, str]
+) -> None:
+    """pip installs the matrix's torch (pip's find-links hold its CPU build) and the pinned uv,
+    then uv the package with its test extra under the pins."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     match = re.search(r"<!-- test-command -->\n(.*?)<!-- /test-command -->", readme, re.S)
     assert match, "no test command in README.md"
-    command = match[1]
+    steps = [step.strip() for step in match[1].split("```")[1].split("&&")]
     torch = Version(matrix_pins["torch"]).public  # 2.13.0+cpu: the CPU build of 2.13.0
-    steps = [step.strip() for step in command.split("```")[1].split("&&")]
-    install_torch = steps.index(f"pip install torch=={torch}")
-    install_extra = steps.index('pip install -e ".[test]" -c constraints/test.txt')
-    assert install_torch < install_extra
+    first = steps.index(f"pip install torch=={torch} uv=={test_pins['uv']}")
+    then = steps.index('uv pip install -e ".[test]" -c constraints/test.txt')
+    assert first < then
