@@ -4,13 +4,16 @@
     nox                            # every version; outcomes must equal matrix/results.json
     nox -s "matrix(0.4.1)"        # one version
     nox -- --record                # write the outcomes instead, then: python matrix/record.py write
-    nox -s lock                    # re-pin matrix/constraints/verl-*.txt from WORKING_SETS
+    nox -s lock                    # re-pin matrix/constraints/verl-*.txt and constraints/test.txt
 
 Each environment installs verl, this checkout (``.[verl]``) and pytest under the fully pinned
 ``matrix/constraints/verl-VERSION.txt``, with the CPU build of torch 2.13.0. uv takes that wheel
 from the ``find-links`` directory pip is configured with (``PIP_FIND_LINKS`` or ``pip config``);
 set ``UV_FIND_LINKS`` or ``UV_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu`` elsewhere.
 An environment that holds any ``nvidia-*`` package fails.
+
+``nox -s lock`` also pins the README's test install, ``constraints/test.txt``: the ``test`` extra
+resolved under the verl 0.9.1 environment's pins, so the two agree on every package they share.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ verl's own requirements or its imports on this torch need."""
 ROOT = Path(__file__).resolve().parent
 CONSTRAINTS = ROOT / "matrix" / "constraints"
 RUNS = ROOT / "matrix" / "runs"
+TEST_CONSTRAINTS = ROOT / "constraints" / "test.txt"
+TEST_VERL = "0.9.1"
+"""The verl release of the ``test`` extra, whose matrix pins ``constraints/test.txt`` follows.
+torch is left out of that file: the README's test command installs it first."""
 TEST_REQUIREMENTS = ("pytest>=8",)
 UNDECLARED = {"0.6.1": ("openai",)}
 """Imported by that verl version (its experimental reward loop) but not declared by it."""
@@ -105,9 +112,19 @@ def matrix(session: nox.Session, verl: str) -> None:
     out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
+def compile_pins(session: nox.Session, output: Path, *inputs: str) -> None:
+    """``uv pip compile INPUTS`` for Python 3.11 into ``output``, every package pinned."""
+    session.run(
+        "uv", "pip", "compile", "--quiet", "--python-version", "3.11",
+        "--custom-compile-command", "nox -s lock", "--no-annotate",
+        *inputs, "-o", str(output), env=uv_env(),
+    )  # fmt: skip
+
+
 @nox.session(python="3.11", venv_backend="none")
 def lock(session: nox.Session) -> None:
-    """Resolve each version's working set with this checkout and pin every package."""
+    """Resolve each version's working set with this checkout and pin every package, then the
+    ``test`` extra under the pins of verl ``TEST_VERL``."""
     CONSTRAINTS.mkdir(parents=True, exist_ok=True)
     for verl in VERSIONS:
         requirements = CONSTRAINTS / f".verl-{verl}.in"
@@ -115,12 +132,14 @@ def lock(session: nox.Session) -> None:
         pins = (f"verl=={verl}", *UNDECLARED.get(verl, ()), *TEST_REQUIREMENTS)
         requirements.write_text("\n".join(pins) + "\n")
         working_set.write_text("\n".join(WORKING_SETS[verl]) + "\n")
-        session.run(
-            "uv", "pip", "compile", "--quiet", "--python-version", "3.11",
-            "--custom-compile-command", "nox -s lock", "--no-annotate",
-            "--extra", "verl", "pyproject.toml",
-            str(requirements), "-c", str(working_set),
-            "-o", str(CONSTRAINTS / f"verl-{verl}.txt"), env=uv_env(),
+        compile_pins(
+            session, CONSTRAINTS / f"verl-{verl}.txt",
+            "--extra", "verl", "pyproject.toml", str(requirements), "-c", str(working_set),
         )  # fmt: skip
         requirements.unlink()
         working_set.unlink()
+    compile_pins(
+        session, TEST_CONSTRAINTS,
+        "--extra", "test", "pyproject.toml", "-c", str(CONSTRAINTS / f"verl-{TEST_VERL}.txt"),
+        "--no-emit-package", "torch",
+    )  # fmt: skip
