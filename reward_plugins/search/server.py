@@ -301,7 +301,7 @@ class RetrievalServer:
                 await self._linger(reader)
         finally:
             self._connections -= 1
-            self._tasks.discard(task)  # type: ignore[arg-type]
+            self._tasks.discard(task)
             await _close(writer)
 
     async def _exchange(
