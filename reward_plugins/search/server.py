@@ -217,10 +217,10 @@ class RetrievalServer:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             self.limits.search_threads, thread_name_prefix="bm25-search"
         )
+        _raise_descriptor_limit(self.limits.max_connections + 256)
         self._server = await asyncio.start_server(
-            self._connection, host, port, backlog=min(4096, self.limits.max_connections),
-            limit=MAX_HEADER_BYTES,
-        )  # fmt: skip
+            self._connection, host, port, backlog=min(4096, self.limits.max_connections)
+        )
         self.host, self.port = self._server.sockets[0].getsockname()[:2]
 
     async def close(self) -> None:
@@ -315,10 +315,11 @@ class RetrievalServer:
         import h11
 
         loop = asyncio.get_running_loop()
-        event = await self._next_event(connection, reader, first_wait, idle=True)
+        began: list[float] = []
+        event = await self._next_event(connection, reader, first_wait, began)
         if event is None:  # closed, or idle too long: end quietly
             return False
-        deadline = loop.time() + self.limits.read_timeout
+        deadline = (began[0] if began else loop.time()) + self.limits.read_timeout
         assert isinstance(event, h11.Request)
         try:
             body = await self._read_body(connection, reader, writer, event, deadline)
@@ -346,12 +347,17 @@ class RetrievalServer:
         return True
 
     async def _next_event(
-        self, connection: Any, reader: asyncio.StreamReader, wait: float, idle: bool = False
+        self,
+        connection: Any,
+        reader: asyncio.StreamReader,
+        wait: float,
+        began: list[float] | None = None,
     ) -> Any:
         """The next h11 event, reading for at most ``wait`` s; None when the client closed.
 
-        ``idle``: waiting for a request to begin; then running out of time is no error (None),
-        and once its first bytes arrive the rest of it has ``read_timeout`` s.
+        With ``began``, waiting for a request to begin: running out of time is then no error
+        (None), and once its first bytes arrive (their time appended to ``began``) the rest of
+        it has ``read_timeout`` s.
         """
         import h11
 
@@ -367,12 +373,12 @@ class RetrievalServer:
                     raise asyncio.TimeoutError
                 data = await asyncio.wait_for(reader.read(65536), remaining)
             except asyncio.TimeoutError:
-                if idle:
+                if began is not None and not began:
                     return None
                 raise TimeoutError from None
-            if idle and data:
-                idle = False
-                deadline = loop.time() + self.limits.read_timeout
+            if began is not None and not began and data:
+                began.append(loop.time())
+                deadline = began[0] + self.limits.read_timeout
             connection.receive_data(data)
 
     async def _read_body(
@@ -657,6 +663,24 @@ async def _close(writer: asyncio.StreamWriter) -> None:
     writer.close()
     with contextlib.suppress(Exception):
         await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+
+def _raise_descriptor_limit(wanted: int) -> None:
+    """Lift the soft limit on open files towards ``wanted`` (as far as the hard limit allows),
+    so that ``max_connections`` connections can be open; the event loop pauses accepting, with
+    one log line, when the descriptors run out all the same."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if target < wanted:
+        logger.warning("at most %d open files: fewer connections than max_connections fit", target)
 
 
 def _log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
