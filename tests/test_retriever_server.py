@@ -274,7 +274,7 @@ def test_slow_drips_are_closed_and_do_not_block_others(sample_index: SearchIndex
             drip.sendall(b"POST /retrieve HTTP/1.1\r\nHost: x\r\n")
         began = time.perf_counter()
         assert post(server.url, {"queries": ["Who wrote Hamlet?"]})[0] == 200
-        assert time.perf_counter() - began < 1.0
+        assert time.perf_counter() - began < 3.0  # milliseconds on an idle machine
         time.sleep(0.3)
         for drip in drips:
             drip.sendall(b"Content-")  # still dripping: the deadline runs from the first byte
@@ -282,7 +282,7 @@ def test_slow_drips_are_closed_and_do_not_block_others(sample_index: SearchIndex
         elapsed = time.perf_counter() - began
         assert all(a.startswith(b"HTTP/1.1 408 ") for a in answers), answers[0]
         assert b"the request did not arrive within 0.5 s (--read-timeout)" in answers[0]
-        assert 0.5 <= elapsed < 3
+        assert 0.5 <= elapsed < 5
         for drip in drips:
             drip.close()
         time.sleep(0.1)
@@ -536,3 +536,49 @@ def test_cli_serve_errors_are_one_line(
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"reward-plugins: error: {message}"), lines
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, from ``/proc/PID/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_out_of_file_descriptors_the_server_waits_instead_of_spinning(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    import resource
+
+    def few_descriptors() -> None:  # soft and hard: the server cannot lift it
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    build_index(sample_corpus_path(), tmp_path / "index", heap_mb=20, threads=1)
+    command = [sys.executable, "-m", "reward_plugins", "retriever", "serve", "--port", "0"]
+    process = subprocess.Popen(
+        [*command, "--index", str(tmp_path / "index"), "--read-timeout", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env,
+        preexec_fn=few_descriptors,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        url = re.search(r"at (http://\S+)\n$", process.stdout.readline())[1]  # type: ignore[index]
+        host, port = url.removeprefix("http://").split("/")[0].split(":")
+        flood = [socket.create_connection((host, int(port)), timeout=10) for _ in range(120)]
+        time.sleep(0.5)
+        before = cpu_seconds(process.pid)
+        time.sleep(1.5)  # out of descriptors: accepting pauses, it does not spin
+        assert cpu_seconds(process.pid) - before < 0.5
+        for connection in flood:
+            connection.close()
+        time.sleep(2.5)  # the accepted ones time out, the backlog drains
+        assert post(url, {"queries": ["Who wrote Hamlet?"]}, timeout=20)[0] == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    assert process.stderr is not None
+    err = process.stderr.read()
+    assert "Traceback" not in err and "socket.accept() out of system resource" in err
+    lines = err.splitlines()
+    assert all(line.startswith("reward-plugins: ") for line in lines), err[-2000:]
+    assert len(lines) < 20, err[-2000:]  # at most one line a second per kind of failure

@@ -683,11 +683,24 @@ def _raise_descriptor_limit(wanted: int) -> None:
         logger.warning("at most %d open files: fewer connections than max_connections fit", target)
 
 
+_loop_errors: dict[str, tuple[float, int]] = {}
+"""Per event-loop error message: when it was last logged, and how many were not logged since."""
+
+
 def _log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """The event loop's errors (e.g. out of file descriptors on accept) in one line each."""
+    """The event loop's errors (e.g. out of file descriptors on accept) in one line each, at
+    most one line per second per message: the loop reports each failed accept of a burst."""
     error = context.get("exception")
+    message = str(context.get("message", "event loop error"))
+    now = loop.time()
+    last, quiet = _loop_errors.get(message, (-1.0, 0))
+    if 0 <= now - last < 1.0:
+        _loop_errors[message] = (last, quiet + 1)
+        return
+    _loop_errors[message] = (now, 0)
     detail = f": {type(error).__name__}: {error}" if error is not None else ""
-    logger.warning("%s%s", context.get("message", "event loop error"), detail)
+    more = f" ({quiet} more in the last second)" if quiet else ""
+    logger.warning("%s%s%s", message, detail, more)
 
 
 # --- running it ----------------------------------------------------------------------------
