@@ -178,7 +178,7 @@ def test_other_paths_methods_and_health(server: RetrievalServer, sample_index: S
     status, health, _ = post(server.health_url, b"", method="GET")
     assert status == 200 and health["status"] == "ok" and health["documents"] == 228
     assert health["index"] == str(sample_index.path) and health["topk"] == 3
-    assert set(health["cache"]) == {"entries", "bytes", "limit_bytes", "hits", "misses"}
+    assert set(health["cache"]) == {"entries", "bytes", "limit_bytes", "hits", "misses", "shared"}
     assert health["limits"]["max_topk"] == 100 and health["limits"]["max_body_mb"] == 16.0
 
 
@@ -387,6 +387,16 @@ def test_repeated_queries_come_from_the_cache(sample_index: SearchIndex) -> None
     with running_server(sample_index, cache_mb=0) as server:
         post(server.url, group)
         assert server.health()["cache"]["entries"] == 0
+    # a GRPO group sent at once: one search, the others wait for it
+    with running_server(sample_index, max_queries=100000) as server:
+        slow = {"queries": questions(20000), "topk": 3}
+        threads = [threading.Thread(target=post, args=(server.url, slow)) for _ in range(5)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        cache = server.health()["cache"]
+        assert cache["entries"] == 20000 and cache["hits"] + cache["shared"] == 4 * 20000
 
 
 def test_result_cache_evicts_least_recently_used() -> None:

@@ -142,13 +142,17 @@ class _Refusal(Exception):
 
 
 class _ResultCache:
-    """Per ``(terms, topk)``, the hits; least recently used out first when over ``limit`` bytes."""
+    """Per ``(terms, topk)``, the hits; least recently used out first when over ``limit`` bytes.
+
+    ``misses`` counts the searches not found here; ``shared``, those of them that waited for an
+    identical search already in flight instead of searching again."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.size = 0
         self.hits = 0
         self.misses = 0
+        self.shared = 0
         self._entries: OrderedDict[Any, tuple[list[Hit], int]] = OrderedDict()
 
     def get(self, key: Any) -> list[Hit] | None:
@@ -177,6 +181,7 @@ class _ResultCache:
             "limit_bytes": self.limit,
             "hits": self.hits,
             "misses": self.misses,
+            "shared": self.shared,
         }
 
 
@@ -581,6 +586,7 @@ class RetrievalServer:
                 found[key] = cached
             elif key in self._in_flight:
                 shared[key] = self._in_flight[key]
+                self._cache.shared += 1
             else:
                 mine[key] = self._in_flight[key] = loop.create_future()
         try:
