@@ -18,6 +18,7 @@ import random
 import re
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -506,3 +507,27 @@ def test_cli_index_errors_are_one_line(
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"reward-plugins: error: {message}"), lines
     assert not (tmp_path / "i").exists()
+
+
+def test_concurrent_builds_of_one_cache_entry_agree(tmp_path: Path) -> None:
+    corpus = write_corpus(
+        tmp_path / "c.jsonl", [{"id": str(i), "contents": f"T\nword{i}"} for i in range(2000)]
+    )
+    cache = tmp_path / "cache"
+    opened: list[SearchIndex] = []
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            opened.append(SearchIndex.for_corpus(corpus, cache_dir=cache))
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=open_it) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len({index.path for index in opened}) == 1
+    assert [p.name for p in cache.iterdir()] == [opened[0].path.name]  # no leftovers
+    assert all(len(index) == 2000 for index in opened)

@@ -186,7 +186,7 @@ def build_index(
             "crc32": manifest.pop("crc32"),
         }
         _write_manifest(building, manifest)
-        _move_into_place(building, output)
+        _move_into_place(building, output, replace)
     except OSError as error:
         if error.filename is not None and Path(error.filename) == corpus:
             raise
@@ -270,9 +270,12 @@ def _write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
         os.fsync(stream.fileno())
 
 
-def _move_into_place(building: Path, output: Path) -> None:
-    """Rename the complete index onto ``output`` (an old one is moved aside, then removed)."""
+def _move_into_place(building: Path, output: Path, replace: bool) -> None:
+    """Rename the complete index onto ``output``; an old one is moved aside, then removed, when
+    ``replace``, else refused (another build may have finished first)."""
     old = None
+    if output.exists() and not replace:
+        raise InvalidIndex(f"{output} already exists (remove it, or replace it with --force)")
     if output.exists():
         old = output.parent / f".{output.name}.old-{uuid.uuid4().hex[:12]}"
         output.rename(old)

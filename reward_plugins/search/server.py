@@ -426,10 +426,10 @@ class RetrievalServer:
                 raise ConnectionResetError("closed in the middle of a request")
 
     async def _linger(self, reader: asyncio.StreamReader) -> None:
-        """Read and drop what the client still sends (until it is quiet for
-        :data:`LINGER_QUIET` s, for at most ``read_timeout`` s and :data:`LINGER_BYTES`), so that
-        closing does not reset the connection before the client
-        has read the answer (a refused body would otherwise end in a broken pipe)."""
+        """Read and drop what a refused client still sends (until it is quiet for
+        :data:`LINGER_QUIET` s, for at most ``read_timeout`` s and :data:`LINGER_BYTES`), so
+        that closing does not reset the connection before the client has read the answer (a
+        refused body would otherwise end in a broken pipe)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.read_timeout
         dropped = 0
