@@ -468,7 +468,9 @@ def test_cli_index_builds_quietly_or_with_a_progress_bar(
 
 def test_progress_bar_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     build_index(sample_corpus_path(), tmp_path / "index", progress=True, **SMALL)
-    assert "indexing: 100%" in capsys.readouterr().err
+    shown = capsys.readouterr().err
+    assert shown.startswith("\rindexing: ") and "B/s]" in shown  # drawn over the file's bytes
+    assert shown.endswith("\r") and shown.rsplit("\r", 2)[1].strip() == ""  # then erased
 
 
 def test_cli_index_skips_bad_lines_when_asked(tmp_path: Path, cli_env: dict[str, str]) -> None:
