@@ -14,6 +14,7 @@ from verl.utils.reward_score import search_r1_like_qa_em as verl_qa
 
 import reward_plugins
 from reward_plugins.extract import find_tag_spans, scan_tags
+from reward_plugins.options import describe_value
 from reward_plugins.plugins import search_r1
 from reward_plugins.plugins.search_r1 import QA_RESULT_KEYS, SEARCH_R1_DATA_SOURCES
 
@@ -179,7 +180,7 @@ def test_out_of_range_options_are_refused_everywhere(
         with pytest.raises(reward_plugins.InvalidOption) as caught:
             call()
         assert str(caught.value).startswith(
-            f"{function.__name__}: option {name!r} must be {expected}, got {type(value).__name__}: "
+            f"{function.__name__}: option {name!r} must be {expected}, got {describe_value(value)}"
         )
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -46,7 +45,7 @@ from typing import Any, Literal
 from reward_plugins.config_reader import ConfigFileError, read_config_file
 from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.groundtruth import Golds
-from reward_plugins.options import PositiveInt, Score
+from reward_plugins.options import PositiveInt, Score, describe_value, is_finite_number
 from reward_plugins.plugins.search_r1 import (
     _check_normalizer,
     _keyword,
@@ -156,29 +155,14 @@ def call_error(call: ToolCall, tools: Mapping[str, DeclaredTool]) -> str | None:
 
 
 def _real(value: Any, field: str) -> float:
-    """``value`` as a float when it is a finite real of magnitude at most
+    """``value`` as a float when it is a finite real (not a bool) of magnitude at most
     :data:`MAX_TOOL_REWARD` (a huge int is compared, never converted), else
     :class:`InvalidInput`."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidInput(
-            f"compute_score_tool: {field} must be a real number, got {type(value).__name__}"
-        )
-    if isinstance(value, numbers.Integral):
-        whole = int(value)
-        if abs(whole) <= MAX_TOOL_REWARD:
-            return float(whole)
-        shown = f"a {whole.bit_length()}-bit int"
-    else:
-        try:
-            number = float(value)
-        except OverflowError:  # a Fraction beyond the float range
-            number = math.inf
-        if math.isfinite(number) and abs(number) <= MAX_TOOL_REWARD:
-            return number
-        shown = repr(number)
+    if is_finite_number(value) and -MAX_TOOL_REWARD <= value <= MAX_TOOL_REWARD:
+        return float(value)
     raise InvalidInput(
-        f"compute_score_tool: {field} must be finite and at most {MAX_TOOL_REWARD:g} in "
-        f"magnitude, got {shown} ({type(value).__name__})"
+        f"compute_score_tool: {field} must be a finite real of magnitude at most "
+        f"{MAX_TOOL_REWARD:g}, got {describe_value(value)}"
     )
 
 
