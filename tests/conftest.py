@@ -33,6 +33,9 @@ SLOW_MODULES = frozenset(
         "test_openrlhf.py",  # imports OpenRLHF (about 7 s), its reward executor
         "test_plugin_example.py",  # pip-installs the example plugin, then verl, TRL, OpenRLHF
         "test_search_tool.py",  # verl's tool registry, local retrieval servers
+        "test_search_tool_limits.py",  # verl's tool registry, hostile local HTTP servers
+        "test_retriever_index.py",  # tantivy index builds, fresh processes
+        "test_retriever_server.py",  # local retrieval servers under hostile clients
         "test_trl.py",  # TRL's GRPOTrainer on a tiny model
         "test_verl_configs.py",  # Hydra composition of verl's trainer config, main_ppo runs
         "test_verl_legacy_managers.py",  # verl's legacy reward managers
