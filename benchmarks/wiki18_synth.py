@@ -38,7 +38,7 @@ Files go to ``~/.cache/reward-plugins-bench/`` (``--cache-dir``), never into the
 are reused when present (written to ``.tmp`` and renamed when complete).
 
     python benchmarks/wiki18_synth.py corpus --passages 1000000 [--seed 0]
-    python benchmarks/wiki18_synth.py queries --passages 1000000 [--count 2000]
+    python benchmarks/wiki18_synth.py queries --passages 1000000 [--count 2000] [--prompts 512]
     python benchmarks/wiki18_synth.py stats --passages 1000000
 """
 
@@ -53,7 +53,7 @@ import random
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -424,13 +424,14 @@ def make_grpo_stream(
     passages: int,
     prompts: int,
     seed: int,
+    step: int = 0,
     samples: int = 5,
     turns: int = 3,
     identical: float = 0.6,
 ) -> list[dict[str, Any]]:
-    """One GRPO step's searches: ``prompts * samples * turns`` rows ``{"query", "target",
+    """GRPO step ``step``'s searches: ``prompts * samples * turns`` rows ``{"query", "target",
     "prompt", "sample", "turn"}`` (see the module docstring)."""
-    rng = random.Random(f"grpo-{seed}-{passages}")
+    rng = random.Random(f"grpo-{seed}-{passages}-{step}")
     targets = rng.sample(range(passages), prompts)
     contents = _read_passages(corpus, set(targets))
     rows = []
@@ -451,26 +452,31 @@ def make_grpo_stream(
     return rows
 
 
-def ensure_queries(
-    passages: int,
-    count: int = 2000,
-    prompts: int = 512,
-    seed: int = 0,
-    cache_dir: Path = DEFAULT_CACHE,
-) -> tuple[Path, Path]:
-    """``(distinct questions, GRPO stream)`` JSONL paths for the ``passages``-passage corpus."""
+def _cached_rows(path: Path, make: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    if not path.exists():
+        lines = b"".join(json.dumps(row).encode() + b"\n" for row in make())
+        _write_atomically(path, iter([lines]))
+    with path.open("rb") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def distinct_queries(
+    passages: int, count: int = 2000, seed: int = 0, cache_dir: Path = DEFAULT_CACHE
+) -> list[dict[str, Any]]:
+    """:func:`make_queries` of the ``passages``-passage corpus, cached beside it."""
+    corpus = ensure_corpus(passages, seed, cache_dir)
+    path = cache_dir / f"{corpus.name.removesuffix('.jsonl')}.queries-{count}.jsonl"
+    return _cached_rows(path, lambda: make_queries(corpus, passages, count, seed))
+
+
+def grpo_stream(
+    passages: int, prompts: int = 512, step: int = 0, seed: int = 0, cache_dir: Path = DEFAULT_CACHE
+) -> list[dict[str, Any]]:
+    """:func:`make_grpo_stream` of the ``passages``-passage corpus, cached beside it."""
     corpus = ensure_corpus(passages, seed, cache_dir)
     stem = corpus.name.removesuffix(".jsonl")
-    distinct = cache_dir / f"{stem}.queries-{count}.jsonl"
-    grpo = cache_dir / f"{stem}.grpo-{prompts}.jsonl"
-    for path, make in (
-        (distinct, lambda: make_queries(corpus, passages, count, seed)),
-        (grpo, lambda: make_grpo_stream(corpus, passages, prompts, seed)),
-    ):
-        if not path.exists():
-            rows = make()
-            _write_atomically(path, iter([b"".join(json.dumps(r).encode() + b"\n" for r in rows)]))
-    return distinct, grpo
+    path = cache_dir / f"{stem}.grpo-{prompts}-step{step}.jsonl"
+    return _cached_rows(path, lambda: make_grpo_stream(corpus, passages, prompts, seed, step))
 
 
 # --------------------------------------------------------------------------- statistics
@@ -521,10 +527,10 @@ def main(argv: list[str] | None = None) -> None:
     elif args.what == "corpus":
         print(ensure_corpus(args.passages, args.seed, args.cache_dir))
     elif args.what == "queries":
-        for path in ensure_queries(
-            args.passages, args.count, args.prompts, args.seed, args.cache_dir
-        ):
-            print(path)
+        rows = distinct_queries(args.passages, args.count, args.seed, args.cache_dir)
+        stream = grpo_stream(args.passages, args.prompts, 0, args.seed, args.cache_dir)
+        unique = len({row["query"] for row in stream})
+        print(f"{len(rows)} distinct questions; GRPO stream of {len(stream)}, {unique} unique")
     else:
         corpus = ensure_corpus(args.passages, args.seed, args.cache_dir)
         print(json.dumps(corpus_statistics(corpus, args.passages)))
