@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack, suppress
 from importlib import resources
@@ -33,6 +34,7 @@ from reward_plugins.rescore.files import (
     check_writable_directory,
     remove_temporaries,
 )
+from reward_plugins.search.index import DEFAULT_HEAP_MB
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
@@ -205,22 +207,55 @@ def _parser() -> argparse.ArgumentParser:
     path.set_defaults(handler=_path, command_parser=path)
 
     retriever = commands.add_parser(
-        "retriever", help="a BM25 retrieval server in Search-R1's protocol (needs [search])"
+        "retriever", help="a BM25 retriever in Search-R1's protocol: index, serve (needs [search])"
     )
     retriever_commands = retriever.add_subparsers(
         dest="retriever_command", required=True, metavar="ACTION"
     )
+    index = retriever_commands.add_parser(
+        "index",
+        help="build an on-disk BM25 index of a JSON Lines corpus (once)",
+        description="Stream CORPUS (Search-R1's format, plain or .gz) into a BM25 index in "
+        "INDEX_DIR, for `retriever serve --index INDEX_DIR`.",
+    )
+    index.add_argument("corpus", type=Path, metavar="CORPUS.jsonl[.gz]")
+    index.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="INDEX_DIR", help="must not exist"
+    )
+    _add_bad_lines_argument(index)
+    index.add_argument(
+        "--heap-mb",
+        type=int,
+        default=DEFAULT_HEAP_MB,
+        metavar="MB",
+        help=f"the indexing memory budget, shared by the threads ({DEFAULT_HEAP_MB})",
+    )
+    index.add_argument(
+        "--threads", type=int, metavar="N", help="indexing threads (the usable CPUs, at most 8)"
+    )
+    index.add_argument("--force", action="store_true", help="replace an existing INDEX_DIR")
+    index.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bar (shown on a terminal)"
+    )
+    index.set_defaults(handler=_retriever_index, command_parser=index)
+
     serve = retriever_commands.add_parser(
         "serve",
-        help="answer POST /retrieve from a JSON Lines corpus until interrupted",
-        description="Index CORPUS with BM25 and answer Search-R1's POST /retrieve requests.",
+        help="answer POST /retrieve from an index (or a small corpus) until interrupted",
+        description="Answer Search-R1's POST /retrieve requests from a BM25 index.",
     )
-    serve.add_argument(
+    source = serve.add_mutually_exclusive_group()
+    source.add_argument(
+        "--index", type=Path, metavar="INDEX_DIR", help="an index of `retriever index`"
+    )
+    source.add_argument(
         "--corpus",
         type=Path,
         metavar="CORPUS.jsonl",
-        help='{"id": str, "contents": "Title\\ntext"} per line (default: the shipped sample)',
+        help='{"id": str, "contents": "Title\\ntext"} per line, indexed into the cache '
+        "once (default: the shipped sample)",
     )
+    _add_bad_lines_argument(serve)
     serve.add_argument("--host", default="127.0.0.1", help="(127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="(8000; 0: a free port)")
     serve.add_argument(
@@ -228,6 +263,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(handler=_retriever_serve, command_parser=serve)
     return parser
+
+
+def _add_bad_lines_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--bad-lines",
+        choices=("refuse", "skip"),
+        default="refuse",
+        help="a corpus line that is not a document: stop with its line number, or skip and "
+        "count it (refuse)",
+    )
 
 
 def _add_job_arguments(command: argparse.ArgumentParser) -> None:
@@ -425,6 +470,33 @@ def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             1,
         )
     print(location)
+    return 0
+
+
+def _retriever_index(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins.errors import RewardPluginsError
+    from reward_plugins.search.index import build_index
+
+    began = time.perf_counter()
+    try:
+        manifest = build_index(
+            args.corpus,
+            args.output,
+            bad_lines=args.bad_lines,
+            heap_mb=args.heap_mb,
+            threads=args.threads,
+            progress=not args.quiet and sys.stderr.isatty(),
+            replace=args.force,
+        )
+    except (ImportError, RewardPluginsError) as error:
+        return _error(f"retriever index: {error}", 2)
+    except OSError as error:
+        return _error(f"retriever index: {args.corpus}: {error.strerror or error}", 2)
+    skipped = f", skipped {manifest['skipped']} bad line(s)" if manifest["skipped"] else ""
+    print(
+        f"indexed {manifest['documents']} documents of {args.corpus} into {args.output} in "
+        f"{time.perf_counter() - began:.1f} s{skipped}"
+    )
     return 0
 
 

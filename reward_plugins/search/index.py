@@ -1,0 +1,433 @@
+"""An on-disk BM25 index of a corpus, built once and memory-mapped to serve (tantivy).
+
+:func:`build_index` streams a corpus (:func:`reward_plugins.search.corpus.read_corpus`) into a
+tantivy index (github.com/quickwit-oss/tantivy, through the ``tantivy`` Python package) under a
+writer heap budget, in a temporary directory renamed into place when complete, with a manifest
+(:data:`MANIFEST_NAME`: format version, corpus fingerprint, analyzer, document count). A
+directory without the manifest is not an index, so an interrupted build leaves nothing that
+looks complete. :class:`SearchIndex` opens one in about a second, whatever its size: the files
+are memory-mapped, and the operating system pages in what queries touch.
+
+Analyzer (documents and queries alike): tantivy's ``simple`` tokenizer (runs of alphanumeric
+characters, Unicode-aware), tokens of 40 bytes or more dropped, lower-cased, English stopwords
+removed (tantivy's list: Lucene's 33 words, "a", "an", "and", ..., "with"), Snowball English
+(Porter2) stemming: the shape of Lucene's ``EnglishAnalyzer`` that pyserini indexes with.
+
+Scoring: tantivy's BM25 (``src/query/bm25.rs``), summed over the query's terms:
+``idf * (k1 + 1) * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` with
+``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``, ``dl`` the document's token count as tantivy
+stores it (one byte per document: exact up to 40 tokens, then rounded down to a coarser step,
+like Lucene's norms) and ``avgdl`` the exact mean. tantivy fixes ``k1 = 1.2`` and ``b = 0.75``;
+pyserini's Lucene defaults (``k1 = 0.9``, ``b = 0.4``) cannot be set. A query is its analyzed
+terms as a boolean query of SHOULD term clauses (a term said twice counts twice, as pyserini's
+bag-of-words query does), never parsed as query syntax; the top ``k`` are exact (tantivy's
+block-max WAND only skips documents that cannot enter the top ``k``). A query gets only the
+documents that share a term with it, so possibly fewer than ``k`` (none for stopwords only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+import uuid
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reward_plugins.errors import InvalidInput, RewardPluginsError
+from reward_plugins.search.corpus import (
+    BAD_LINE_POLICIES,
+    CorpusStats,
+    read_corpus,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+"""Bumped whenever the schema, analyzer or scoring changes: older indexes are refused."""
+
+MANIFEST_NAME = "reward-plugins-index.json"
+TOKENIZER_NAME = "reward_plugins_en_v1"
+ANALYZER = {
+    "tokenizer": "simple (runs of alphanumeric characters)",
+    "remove_long": 40,
+    "lowercase": True,
+    "stopwords": "english (Lucene's 33 words)",
+    "stemmer": "english (Snowball Porter2)",
+}
+BM25 = {"k1": 1.2, "b": 0.75}
+"""tantivy's fixed BM25 parameters."""
+
+DEFAULT_HEAP_MB = 512
+"""The writer's memory budget: when its in-memory segments reach it, they are written out."""
+
+MIN_HEAP_MB_PER_THREAD = 15
+"""tantivy refuses less than 15 MB of heap per indexing thread."""
+
+MAX_HEAP_MB_PER_THREAD = 4000
+"""tantivy refuses 4 GB or more of heap per indexing thread."""
+
+SEARCH_EXTRA = "pip install 'reward-plugins[search]'"
+_PROGRESS_EVERY = 4096
+_CRC_CHUNK = 1 << 20
+
+Hit = tuple[bytes, float]
+"""One search result: the document's JSON text (UTF-8) and its BM25 score."""
+
+
+class InvalidIndex(RewardPluginsError, ValueError):
+    """A directory that is not a usable index (no manifest, another format, damaged), or an
+    index that cannot be written where asked."""
+
+
+def _tantivy() -> Any:
+    try:
+        return importlib.import_module("tantivy")
+    except ImportError:
+        raise ImportError(f"the BM25 retriever needs the tantivy package: {SEARCH_EXTRA}") from None
+
+
+def analyzer() -> Any:
+    """The tantivy ``TextAnalyzer`` of documents and queries (see the module docstring).
+
+    Example:
+        >>> analyzer().analyze("What is the capital of France? AND ( title:x")
+        ['what', 'capit', 'franc', 'titl', 'x']
+    """
+    tantivy = _tantivy()
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(ANALYZER["remove_long"]))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema() -> Any:
+    builder = _tantivy().SchemaBuilder()
+    builder.add_text_field(
+        "contents", stored=False, tokenizer_name=TOKENIZER_NAME, index_option="freq"
+    )
+    builder.add_bytes_field("document", stored=True, indexed=False, fast=False)
+    return builder.build()
+
+
+def file_fingerprint(path: Path) -> dict[str, Any]:
+    """The corpus identity a cached index is keyed by: resolved path, size, mtime, CRC-32."""
+    status = path.stat()
+    crc = 0
+    with path.open("rb") as stream:
+        while chunk := stream.read(_CRC_CHUNK):
+            crc = zlib.crc32(chunk, crc)
+    return {
+        "path": str(path.resolve()),
+        "size": status.st_size,
+        "mtime_ns": status.st_mtime_ns,
+        "crc32": crc,
+    }
+
+
+def build_index(
+    corpus: str | Path,
+    output: str | Path,
+    *,
+    bad_lines: str = "refuse",
+    heap_mb: int = DEFAULT_HEAP_MB,
+    threads: int | None = None,
+    progress: bool = False,
+    replace: bool = False,
+) -> dict[str, Any]:
+    """Index ``corpus`` into the directory ``output``; returns the manifest written there.
+
+    Args:
+        corpus: a JSON Lines corpus, plain or ``.gz`` (see :mod:`reward_plugins.search.corpus`).
+        output: the index directory; it must not exist unless ``replace``.
+        bad_lines: ``"refuse"`` (the first bad line stops the build) or ``"skip"``.
+        heap_mb: the writer's memory budget in MB, shared by the indexing threads.
+        threads: indexing threads (default: the usable CPUs, at most 8).
+        progress: a progress bar on stderr (tqdm, over the bytes of the file), erased when the
+            build ends.
+        replace: replace an existing index at ``output`` once the new one is complete.
+
+    Raises:
+        CorpusError: a bad corpus line (``refuse``) or no document.
+        InvalidIndex: ``output`` exists (and not ``replace``) or cannot be written.
+        InvalidInput: a bad ``bad_lines``, ``heap_mb`` or ``threads``.
+        OSError: the corpus cannot be read.
+    """
+    corpus, output = Path(corpus), Path(output)
+    threads = _check_build_options(bad_lines, heap_mb, threads)
+    if output.exists() and not replace:
+        raise InvalidIndex(f"{output} already exists (remove it, or replace it with --force)")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InvalidIndex(f"{output.parent}: cannot create it: {error.strerror}") from None
+    status = corpus.stat()
+    building = output.parent / f".{output.name}.building-{uuid.uuid4().hex[:12]}"
+    try:
+        building.mkdir()
+        manifest = _write_index(corpus, building, bad_lines, heap_mb, threads, progress)
+        manifest["corpus"] = {
+            "path": str(corpus.resolve()),
+            "size": status.st_size,
+            "mtime_ns": status.st_mtime_ns,
+            "crc32": manifest.pop("crc32"),
+        }
+        _write_manifest(building, manifest)
+        _move_into_place(building, output)
+    except OSError as error:
+        if error.filename is not None and Path(error.filename) == corpus:
+            raise
+        raise InvalidIndex(f"{output}: cannot write the index: {error.strerror or error}") from None
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return manifest
+
+
+def _check_build_options(bad_lines: str, heap_mb: int, threads: int | None) -> int:
+    if bad_lines not in BAD_LINE_POLICIES:
+        raise InvalidInput(f"bad_lines: expected one of {BAD_LINE_POLICIES}, got {bad_lines!r}")
+    if threads is None:
+        threads = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InvalidInput(f"threads: expected an int of at least 1, got {threads!r}")
+    if isinstance(heap_mb, bool) or not isinstance(heap_mb, int):
+        raise InvalidInput(f"heap_mb: expected an int, got {type(heap_mb).__name__}")
+    low, high = MIN_HEAP_MB_PER_THREAD * threads, MAX_HEAP_MB_PER_THREAD * threads
+    if not low <= heap_mb <= high:
+        raise InvalidInput(
+            f"heap_mb: {threads} indexing thread(s) need between {low} and {high} MB, got {heap_mb}"
+        )
+    return threads
+
+
+def _write_index(
+    corpus: Path, directory: Path, bad_lines: str, heap_mb: int, threads: int, progress: bool
+) -> dict[str, Any]:
+    tantivy = _tantivy()
+    from tqdm import tqdm
+
+    began = time.perf_counter()
+    index = tantivy.Index(_schema(), path=str(directory))
+    index.register_tokenizer(TOKENIZER_NAME, analyzer())
+    writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=threads)
+    stats = CorpusStats()
+    total = corpus.stat().st_size
+    with tqdm(
+        total=total, unit="B", unit_scale=True, desc="indexing", leave=False,
+        disable=not progress, file=sys.stderr, dynamic_ncols=True,
+    ) as bar:  # fmt: skip
+        try:
+            for passage in read_corpus(corpus, bad_lines, stats):
+                document = tantivy.Document(contents=passage.contents, document=passage.raw)
+                writer.add_document(document)
+                if stats.documents % _PROGRESS_EVERY == 0:
+                    bar.update(stats.bytes_read - bar.n)
+        except BaseException:
+            writer.rollback()  # stop the indexing threads before the directory is removed
+            raise
+        writer.commit()
+        writer.wait_merging_threads()
+        bar.update(stats.bytes_read - bar.n)
+    index.reload()
+    documents = index.searcher().num_docs
+    if documents != stats.documents:  # pragma: no cover - tantivy lost documents
+        raise InvalidIndex(f"{directory}: {stats.documents} documents read, {documents} indexed")
+    return {
+        "format": "reward-plugins BM25 index",
+        "format_version": FORMAT_VERSION,
+        "engine": f"tantivy {importlib.metadata.version('tantivy')}",
+        "analyzer": ANALYZER,
+        "bm25": BM25,
+        "documents": documents,
+        "lines": stats.lines,
+        "bad_lines": bad_lines,
+        "skipped": stats.skipped,
+        "skipped_lines": stats.skipped_lines,
+        "build_seconds": round(time.perf_counter() - began, 3),
+        "crc32": stats.crc32,
+    }
+
+
+def _write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    path = directory / MANIFEST_NAME
+    with path.open("w", encoding="utf-8") as stream:
+        json.dump(manifest, stream, indent=2, ensure_ascii=False)
+        stream.write("\n")
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def _move_into_place(building: Path, output: Path) -> None:
+    """Rename the complete index onto ``output`` (an old one is moved aside, then removed)."""
+    old = None
+    if output.exists():
+        old = output.parent / f".{output.name}.old-{uuid.uuid4().hex[:12]}"
+        output.rename(old)
+    building.rename(output)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    descriptor = os.open(output.parent, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The manifest of the index directory ``path``, or :class:`InvalidIndex` saying why not."""
+    path = Path(path)
+    if not path.is_dir():
+        raise InvalidIndex(f"{path}: not an index directory (it does not exist or is a file)")
+    try:
+        manifest = json.loads((path / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidIndex(
+            f"{path}: no {MANIFEST_NAME}: not a complete index of `reward-plugins retriever index`"
+        ) from None
+    except (OSError, ValueError) as error:
+        raise InvalidIndex(f"{path / MANIFEST_NAME}: unreadable ({error})") from None
+    version = manifest.get("format_version") if isinstance(manifest, dict) else None
+    if version != FORMAT_VERSION:
+        raise InvalidIndex(
+            f"{path}: index format {version!r}, this version reads {FORMAT_VERSION}; rebuild it "
+            "with `reward-plugins retriever index`"
+        )
+    return manifest
+
+
+class SearchIndex:
+    """A BM25 index opened read-only (memory-mapped); searches are safe from several threads
+    and release the GIL while tantivy scores.
+
+    Example:
+        >>> from reward_plugins.search.corpus import sample_corpus_path
+        >>> index = SearchIndex.for_corpus(sample_corpus_path())
+        >>> [(document["contents"].split("\\n")[0], round(score, 2))
+        ...  for document, score in index.search(["Who wrote Hamlet?"], 2)[0]]
+        [('Hamlet', 8.55), ('William Shakespeare', 7.06)]
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        tantivy = _tantivy()
+        self.path = Path(path)
+        self.manifest = read_manifest(self.path)
+        try:
+            index = tantivy.Index.open(str(self.path))
+        except ValueError as error:
+            raise InvalidIndex(f"{self.path}: tantivy cannot open it ({error})") from None
+        index.register_tokenizer(TOKENIZER_NAME, analyzer())
+        self._searcher = index.searcher()
+        self._schema = index.schema
+        self._analyzer = analyzer()
+        self._term_query = tantivy.Query.term_query
+        self._boolean_query = tantivy.Query.boolean_query
+        self._boost_query = tantivy.Query.boost_query
+        self._should = tantivy.Occur.Should
+        if self._searcher.num_docs != self.manifest.get("documents"):
+            raise InvalidIndex(
+                f"{self.path}: {self._searcher.num_docs} documents, the manifest says "
+                f"{self.manifest.get('documents')!r}: the index is damaged; rebuild it"
+            )
+
+    @classmethod
+    def for_corpus(
+        cls,
+        corpus: str | Path,
+        *,
+        bad_lines: str = "refuse",
+        cache_dir: str | Path | None = None,
+        progress: bool = False,
+    ) -> SearchIndex:
+        """The index of ``corpus`` from the cache, built there first if need be.
+
+        The cache entry is ``cache_dir/<key>`` (default :func:`default_cache_dir`), the key a
+        hash of the corpus's resolved path, size, mtime and CRC-32, the format version and
+        ``bad_lines``: a restart with the same file opens the index, a changed file rebuilds.
+        """
+        corpus = Path(corpus)
+        fingerprint = file_fingerprint(corpus)
+        identity = json.dumps([fingerprint, FORMAT_VERSION, TOKENIZER_NAME, bad_lines])
+        key = hashlib.sha256(identity.encode()).hexdigest()[:24]
+        location = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        entry = location / key
+        if not (entry / MANIFEST_NAME).is_file():
+            logger.info("indexing %s into %s", corpus, entry)
+            try:
+                build_index(corpus, entry, bad_lines=bad_lines, progress=progress)
+            except InvalidIndex:
+                if not (entry / MANIFEST_NAME).is_file():  # not another process's build
+                    raise
+        return cls(entry)
+
+    def __len__(self) -> int:
+        return int(self._searcher.num_docs)
+
+    def terms(self, query: str) -> tuple[tuple[str, int], ...]:
+        """The analyzed terms of ``query`` with their counts, sorted: the query's identity
+        (two queries with the same terms get the same documents and scores).
+
+        Example:
+            >>> from reward_plugins.search.corpus import sample_corpus_path
+            >>> index = SearchIndex.for_corpus(sample_corpus_path())
+            >>> index.terms("The capitals of France, capital city")
+            (('capit', 2), ('citi', 1), ('franc', 1))
+        """
+        try:
+            tokens = self._analyzer.analyze(query)
+        except UnicodeEncodeError as error:
+            raise InvalidInput(
+                f"query {query[:40]!r}: a lone surrogate at character {error.start} is not text"
+            ) from None
+        return tuple(sorted(Counter(tokens).items()))
+
+    def search_terms(self, terms: Sequence[tuple[str, int]], topk: int) -> list[Hit]:
+        """Up to ``topk`` ``(document JSON, score)``, best first, for analyzed ``terms``."""
+        if not terms:
+            return []
+        clauses = []
+        for term, count in terms:
+            clause = self._term_query(self._schema, "contents", term, index_option="freq")
+            if count > 1:
+                clause = self._boost_query(clause, float(count))
+            clauses.append((self._should, clause))
+        searcher = self._searcher
+        found = searcher.search(self._boolean_query(clauses), topk, count=False).hits
+        return [
+            (searcher.doc(address).get_first("document"), float(score)) for score, address in found
+        ]
+
+    def search(self, queries: Sequence[str], topk: int) -> list[list[tuple[dict[str, Any], float]]]:
+        """Per query, up to ``topk`` ``(document, score)`` pairs, best first, scores > 0.
+
+        Raises :class:`InvalidInput` when ``queries`` is not a sequence of str or ``topk`` is
+        not an int of at least 1.
+        """
+        if isinstance(queries, str) or not all(isinstance(q, str) for q in queries):
+            raise InvalidInput("queries: expected a list of str")
+        if isinstance(topk, bool) or not isinstance(topk, int) or topk < 1:
+            raise InvalidInput(f"topk: expected an int of at least 1, got {topk!r}")
+        topk = min(topk, len(self))
+        terms = [self.terms(query) for query in queries]
+        return [
+            [(json.loads(raw), score) for raw, score in self.search_terms(query, topk)]
+            for query in terms
+        ]
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/reward-plugins/indexes`` (``~/.cache`` when the variable is unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "reward-plugins" / "indexes"
