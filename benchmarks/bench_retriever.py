@@ -27,7 +27,8 @@ private RSS serving <= 1 GB, >= 100 q/s from 16 clients on distinct questions, >
 GRPO stream, p99 <= 500 ms, small queries within 1 s under hostile clients. ``--json PATH``
 writes the figures. Corpora, queries and indexes live in ``--cache-dir``
 (``~/.cache/reward-plugins-bench/``); ``--reuse`` serves an index already built there (its
-build figures read back from its ``build.json``).
+build figures read back from its ``build.json``); ``--build-only`` builds tantivy indexes and
+stops there.
 
     PYTHONPATH=. python benchmarks/bench_retriever.py [--sizes 1000000,4000000]
         [--engines tantivy,bm25s,pyserini] [--bm25s-max 1000000] [--json results.json]
@@ -478,6 +479,8 @@ def measure_tantivy(passages: int, work: Workload, args: argparse.Namespace) -> 
     index_dir = args.cache_dir / f"index-tantivy-{corpus.stem}"
     build = _module_command("index", str(corpus), "-o", str(index_dir), "-q")
     result.figures.update(build_figures(index_dir, build, args.reuse))
+    if args.build_only:
+        return result
     serve = _module_command("serve", "--index", str(index_dir), "--host", "127.0.0.1")
     log = args.cache_dir / f"serve-tantivy-{passages}.log"
     serve_and_measure(result, [*serve, "--port", "0"], work, args, log)
@@ -650,6 +653,9 @@ def main() -> None:
     parser.add_argument("--start-timeout", type=float, default=3600.0, help="server start (3600 s)")
     parser.add_argument("--cache-dir", type=Path, default=wiki18_synth.DEFAULT_CACHE)
     parser.add_argument("--reuse", action="store_true", help="serve indexes already built")
+    parser.add_argument(
+        "--build-only", action="store_true", help="tantivy: build the indexes, serve nothing"
+    )
     parser.add_argument("--pyserini-python", type=Path, default=Path("/work/bench-venv/bin/python"))
     parser.add_argument(
         "--java-home",
