@@ -473,13 +473,13 @@ def build_figures(index_dir: Path, command: list[str], reuse: bool) -> dict[str,
     return figures
 
 
-def measure_tantivy(passages: int, work: Workload, args: argparse.Namespace) -> Result:
+def measure_tantivy(passages: int, work: Workload | None, args: argparse.Namespace) -> Result:
     result = Result("tantivy", passages)
     corpus = wiki18_synth.ensure_corpus(passages, cache_dir=args.cache_dir)
     index_dir = args.cache_dir / f"index-tantivy-{corpus.stem}"
     build = _module_command("index", str(corpus), "-o", str(index_dir), "-q")
     result.figures.update(build_figures(index_dir, build, args.reuse))
-    if args.build_only:
+    if work is None:  # --build-only
         return result
     serve = _module_command("serve", "--index", str(index_dir), "--host", "127.0.0.1")
     log = args.cache_dir / f"serve-tantivy-{passages}.log"
@@ -669,9 +669,11 @@ def main() -> None:
     unknown = set(engines) - set(ENGINES)
     if unknown:
         parser.error(f"--engines: unknown {sorted(unknown)}; known: {', '.join(ENGINES)}")
+    if args.build_only:
+        engines = [engine for engine in engines if engine == "tantivy"]
     results: list[Result] = []
     for passages in sizes:
-        work = Workload.of(passages, args.distinct, args.cache_dir)
+        work = None if args.build_only else Workload.of(passages, args.distinct, args.cache_dir)
         for engine in engines:
             if (engine == "bm25s" and passages > args.bm25s_max) or (
                 engine == "pyserini" and passages > args.pyserini_max
