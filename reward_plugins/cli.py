@@ -35,6 +35,7 @@ from reward_plugins.rescore.files import (
     remove_temporaries,
 )
 from reward_plugins.search.index import DEFAULT_HEAP_MB
+from reward_plugins.search.server import Limits
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
@@ -261,6 +262,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--topk", type=int, default=3, metavar="K", help="documents when a request says none (3)"
     )
+    for limit in dataclasses.fields(Limits):
+        default = "the usable CPUs" if limit.name == "search_threads" else limit.default
+        serve.add_argument(
+            "--" + limit.name.replace("_", "-"),
+            type=float if limit.type == "float" else int,
+            default=None if limit.name == "search_threads" else limit.default,
+            metavar="N",
+            help=f"{limit.metadata['help']} ({default})",
+        )
     serve.set_defaults(handler=_retriever_serve, command_parser=serve)
     return parser
 
@@ -501,25 +511,51 @@ def _retriever_index(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 
 def _retriever_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import logging
+
     from reward_plugins.errors import RewardPluginsError
-    from reward_plugins.retriever import BM25Index, make_server, sample_corpus_path
+    from reward_plugins.search.corpus import sample_corpus_path
+    from reward_plugins.search.index import SearchIndex
+    from reward_plugins.search.server import serve
 
     if args.topk < 1:
         parser.error(f"--topk must be at least 1, got {args.topk}")
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be between 0 and 65535, got {args.port}")
-    corpus = args.corpus or sample_corpus_path()
+    given = {spec.name: getattr(args, spec.name) for spec in dataclasses.fields(Limits)}
     try:
-        index = BM25Index.from_jsonl(corpus)
-        server = make_server(index, args.host, args.port, args.topk)
+        limits = Limits(**{name: value for name, value in given.items() if value is not None})
+    except RewardPluginsError as error:
+        name, _, reason = str(error).partition(": ")
+        parser.error(f"--{name.replace('_', '-')}: {reason}")
+    if args.topk > limits.max_topk:
+        parser.error(f"--topk {args.topk} is above --max-topk {limits.max_topk}")
+    source = args.index or args.corpus or sample_corpus_path()
+    try:
+        if args.index is not None:
+            index = SearchIndex(args.index)
+        else:
+            progress = sys.stderr.isatty()
+            index = SearchIndex.for_corpus(source, bad_lines=args.bad_lines, progress=progress)
     except (ImportError, RewardPluginsError) as error:
         return _error(f"retriever serve: {error}", 2)
     except OSError as error:
-        where = corpus if error.filename else f"{args.host}:{args.port}"
-        return _error(f"retriever serve: {where}: {error.strerror or error}", 2)
-    print(f"serving {len(index)} documents of {corpus} at {server.url}", flush=True)
-    with server, suppress(KeyboardInterrupt, _Terminated):  # how a server stops: no error
-        server.serve_forever()
+        return _error(f"retriever serve: {source}: {error.strerror or error}", 2)
+    log = logging.getLogger("reward_plugins.search")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("reward-plugins: %(asctime)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+    def ready(server: Any) -> None:
+        print(f"serving {len(index)} documents of {source} at {server.url}", flush=True)
+
+    try:
+        with suppress(KeyboardInterrupt, _Terminated):  # how a server stops: no error
+            serve(index, args.host, args.port, args.topk, limits, ready)
+    except OSError as error:
+        return _error(f"retriever serve: {args.host}:{args.port}: {error.strerror or error}", 2)
     return 0
 
 

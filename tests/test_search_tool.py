@@ -1,5 +1,5 @@
-"""The BM25 retriever (``reward_plugins.retriever``) and the verl search tool
-(``reward_plugins.tools.SearchTool``), end to end over loopback HTTP; nothing is mocked.
+"""The verl search tool (``reward_plugins.tools.SearchTool``), end to end over loopback HTTP
+against the package's retriever (``reward_plugins.search``); nothing is mocked.
 
 The servers are real: the package's retrieval server in a thread, and small scripted HTTP
 servers (silent, garbage, failing, counting) for the failure modes. The tool is loaded with
@@ -13,12 +13,8 @@ from __future__ import annotations
 import asyncio
 import doctest
 import json
-import math
-import os
 import re
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -33,17 +29,12 @@ import yaml
 from verl.experimental.agent_loop.tool_agent_loop import AgentData
 from verl.tools.tool_registry import initialize_tools_from_config
 
-import reward_plugins.retriever as retriever_module
 import reward_plugins.tools.search as search_module
 from reward_plugins.cli import main as cli_main
-from reward_plugins.errors import InvalidInput, InvalidOption
-from reward_plugins.retriever import (
-    BM25Index,
-    RetrievalServer,
-    make_server,
-    read_corpus,
-    sample_corpus_path,
-)
+from reward_plugins.errors import InvalidOption
+from reward_plugins.search.corpus import sample_corpus_path
+from reward_plugins.search.index import SearchIndex
+from reward_plugins.search.server import RetrievalServer, running_server
 from reward_plugins.tools import SearchTool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -192,218 +183,16 @@ def scripted() -> Iterator[Callable[..., Scripted]]:
 
 
 @pytest.fixture(scope="module")
-def sample_index() -> BM25Index:
-    return BM25Index.from_jsonl(sample_corpus_path())
-
-
-@pytest.fixture(scope="module")
-def server(sample_index: BM25Index) -> Iterator[RetrievalServer]:
-    server = make_server(sample_index, "127.0.0.1", 0, topk=3)
-    start(server)
-    yield server
-    stop(server)
-
-
-def titles(hits: list[tuple[dict[str, Any], float]]) -> list[str]:
-    return [document["contents"].split("\n")[0] for document, _ in hits]
-
-
-# --- the index ---------------------------------------------------------------------------------
-
-
-def test_sample_corpus_is_shipped_and_well_formed() -> None:
-    documents = read_corpus(sample_corpus_path())
-    assert 150 <= len(documents) <= 300
-    assert len({d["id"] for d in documents}) == len(documents)
-    for document in documents:
-        title, newline, text = document["contents"].partition("\n")
-        assert title and newline and text and "\n" not in text
-
-
-@pytest.mark.parametrize(
-    ("question", "expected"),
-    [
-        ("What is the capital of France?", ["Paris", "France", "Tour de France"]),
-        ("Who wrote Hamlet?", ["Hamlet", "William Shakespeare", "Ernest Hemingway"]),
-        ("Which river flows through Vienna?", ["Vienna", "Danube", "Prague"]),
-        ("Who painted the Mona Lisa?", ["Mona Lisa", "Leonardo da Vinci", "Louvre"]),
-        ("Which band recorded Abbey Road?", ["Abbey Road", "The Beatles", "Queen (band)"]),
-        ("What is the largest planet?", ["Jupiter", "Saturn", "Mercury (planet)"]),
-    ],
-)
-def test_sample_questions_find_their_passage_first(
-    sample_index: BM25Index, question: str, expected: list[str]
-) -> None:
-    (hits,) = sample_index.search([question], 3)
-    assert titles(hits) == expected
-    scores = [score for _, score in hits]
-    assert scores == sorted(scores, reverse=True) and scores[-1] > 0
-
-
-def test_bm25_score_by_hand(tmp_path: Path) -> None:
-    # bm25s's default (Lucene) BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), and
-    # tf / (tf + k1 * (1 - b + b * dl / avgdl)), k1 = 1.5, b = 0.75 (no (k1 + 1) factor).
-    # Tokens: [paris, paris, capital, france] (4) and [vienna, danube, flows, through, vienna] (5).
-    corpus = tmp_path / "corpus.jsonl"
-    rows = [
-        {"id": "p", "contents": "Paris\nParis is the capital of France."},
-        {"id": "v", "contents": "Vienna\nThe Danube flows through Vienna.", "url": "kept"},
-    ]
-    corpus.write_text("".join(json.dumps(row) + "\n" for row in rows) + "\n")
-    index = BM25Index.from_jsonl(corpus)
-    assert len(index) == 2
-    idf = math.log(1 + (2 - 1 + 0.5) / (1 + 0.5))
-    capital = idf / (1 + 1.5 * (0.25 + 0.75 * 4 / 4.5))
-    vienna = idf * 2 / (2 + 1.5 * (0.25 + 0.75 * 5 / 4.5))
-    [[(document, score)]] = index.search(["the capital?"], 5)
-    assert document == rows[0] and score == pytest.approx(capital, rel=1e-6)
-    [[(document, score)]] = index.search(["VIENNA"], 1)
-    assert document == rows[1] and score == pytest.approx(vienna, rel=1e-6)
-    # topk above the corpus size is clipped; only documents sharing a term are returned
-    both = index.search(["paris vienna", "the of a", "", "zzz", "Paris ünïcödé"], 10)
-    assert [[d["id"] for d, _ in hits] for hits in both] == [["p", "v"], [], [], [], ["p"]]
-    assert index.search([], 3) == []
-
-
-@pytest.mark.parametrize(
-    ("queries", "topk", "message"),
-    [
-        ("paris", 3, "queries: expected a list of str"),
-        (["paris", 3], 3, "queries: expected a list of str"),
-        (["paris"], 0, "topk: expected an int of at least 1, got 0"),
-        (["paris"], True, "topk: expected an int of at least 1, got True"),
-        (["paris"], 2.0, "topk: expected an int of at least 1, got 2.0"),
-    ],
-)
-def test_search_rejects_bad_arguments(
-    sample_index: BM25Index, queries: Any, topk: Any, message: str
-) -> None:
-    with pytest.raises(InvalidInput, match=re.escape(message)):
-        sample_index.search(queries, topk)
-
-
-@pytest.mark.parametrize(
-    ("lines", "message"),
-    [
-        (['{"id": "1", "contents": "A\\nb"}', "not json"], "line 2: not a JSON object"),
-        (['["1", "A\\nb"]'], "line 1: a document is a JSON object, got list"),
-        (['{"contents": "A\\nb"}'], "line 1: the document has no 'id' field"),
-        (['{"id": 1, "contents": "A\\nb"}'], "line 1: the 'id' field must be a str, got int"),
-        (['{"id": "1"}'], "line 1: the document has no 'contents' field"),
-        (
-            ['{"id": "1", "contents": null}'],
-            "line 1: the 'contents' field must be a str, got NoneType",
-        ),
-        (
-            ['{"id": "1", "contents": "A"}', "", '{"id": "1", "contents": "B"}'],
-            "line 3: id '1' repeats line 1",
-        ),
-        (["", "  "], "the corpus has no documents"),
-    ],
-)
-def test_corpus_errors_name_the_line_and_field(
-    tmp_path: Path, lines: list[str], message: str
-) -> None:
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InvalidInput, match=re.escape(message)):
-        BM25Index.from_jsonl(corpus)
-
-
-def test_index_from_documents_checks_them() -> None:
-    with pytest.raises(InvalidInput, match=r"document 1: the 'contents' field must be a str"):
-        BM25Index([{"id": "a", "contents": "A\nb"}, {"id": "b", "contents": 3}])
-    with pytest.raises(InvalidInput, match="no documents"):
-        BM25Index([])
-    with pytest.raises(InvalidInput, match="no word to index: a b, the of"):
-        BM25Index([{"id": "a", "contents": "a b"}, {"id": "b", "contents": "the of"}])
-
-
-def test_retriever_imports_without_bm25s() -> None:
-    script = (
-        "import sys; sys.modules['bm25s'] = None\n"
-        "import reward_plugins.retriever as r\n"
-        "try:\n"
-        "    r.BM25Index([{'id': '1', 'contents': 'A\\nb'}])\n"
-        "except ImportError as error:\n"
-        "    print(error)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True
-    )
-    assert result.stdout == (
-        "the BM25 retriever needs the bm25s package: pip install 'reward-plugins[search]'\n"
-    )
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RetrievalServer]:
+    """The package's retriever over the shipped sample corpus, on a free loopback port."""
+    index = SearchIndex.for_corpus(sample_corpus_path(), cache_dir=tmp_path_factory.mktemp("idx"))
+    with running_server(index) as running:
+        yield running
 
 
 def test_docstring_examples() -> None:
-    for module in (retriever_module, search_module):
-        failures, tried = doctest.testmod(module)
-        assert tried > 0 and failures == 0, module.__name__
-
-
-# --- the server --------------------------------------------------------------------------------
-
-
-def test_server_answers_in_search_r1_shape_with_scores(
-    server: RetrievalServer, sample_index: BM25Index
-) -> None:
-    queries = ["What is the capital of France?", "Who wrote Hamlet?"]
-    status, body = post(server.url, {"queries": queries, "topk": 2, "return_scores": True})
-    assert status == 200 and list(body) == ["result"] and len(body["result"]) == 2
-    expected = sample_index.search(queries, 2)
-    for hits, wanted in zip(body["result"], expected, strict=True):
-        assert [hit["document"] for hit in hits] == [document for document, _ in wanted]
-        assert [hit["score"] for hit in hits] == pytest.approx([s for _, s in wanted])
-        assert all(set(hit) == {"document", "score"} for hit in hits)
-    assert body["result"][0][0]["document"]["contents"].startswith("Paris\n")
-    assert set(body["result"][1][0]["document"]) == {"id", "contents"}
-
-
-def test_server_answers_documents_only_by_default(server: RetrievalServer) -> None:
-    status, body = post(server.url, {"queries": ["Who painted the Mona Lisa?"]})
-    assert status == 200
-    (documents,) = body["result"]
-    assert len(documents) == 3  # the server's topk
-    assert documents[0]["contents"].split("\n")[0] == "Mona Lisa"
-    assert all(set(document) == {"id", "contents"} for document in documents)
-    for topk, count in ((None, 3), (1, 1), (5, 5)):
-        request = {"queries": ["capital city"], "topk": topk, "return_scores": False}
-        status, body = post(server.url + "?x=1", request)
-        assert status == 200 and len(body["result"][0]) == count
-    assert post(server.url, {"queries": []}) == (200, {"result": []})
-
-
-@pytest.mark.parametrize(
-    ("body", "status", "message"),
-    [
-        (b"{not json", 400, "the body is not JSON"),
-        (b"\xff\xfe", 400, "the body is not JSON"),
-        (b"", 400, "the body is not JSON"),
-        (b"[]", 400, "the body must be a JSON object, got list"),
-        (b"{}", 400, "'queries' must be a list of strings, got missing"),
-        (b'{"queries": "paris"}', 400, "'queries' must be a list of strings, got a str"),
-        (b'{"queries": ["a", 1]}', 400, "'queries' must be a list of strings, got a list"),
-        (b'{"queries": ["a"], "topk": 0}', 400, "'topk' must be an integer of at least 1, got 0"),
-        (b'{"queries": ["a"], "topk": "3"}', 400, "'topk' must be an integer of at least 1"),
-        (b'{"queries": ["a"], "topk": true}', 400, "'topk' must be an integer of at least 1"),
-        (b'{"queries": ["a"], "return_scores": 1}', 400, "'return_scores' must be true or false"),
-    ],
-)
-def test_server_refuses_bad_requests(
-    server: RetrievalServer, body: bytes, status: int, message: str
-) -> None:
-    answered, error = post(server.url, body)
-    assert answered == status and list(error) == ["error"] and message in error["error"]
-
-
-def test_server_other_paths_and_methods(server: RetrievalServer) -> None:
-    root = server.url.removesuffix("/retrieve")
-    assert post(root + "/search", {"queries": ["a"]}) == (404, {"error": "no such path: /search"})
-    assert post(root + "/", b"", method="GET") == (404, {"error": "no such path: /"})
-    assert post(server.url, b"", method="GET") == (405, {"error": "use POST"})
-    with pytest.raises(InvalidInput, match="topk"):
-        make_server(BM25Index([{"id": "1", "contents": "Ab\ncd"}]), "127.0.0.1", 0, topk=0)
+    failures, tried = doctest.testmod(search_module)
+    assert tried > 0 and failures == 0, search_module.__name__
 
 
 # --- the tool ----------------------------------------------------------------------------------
@@ -641,76 +430,3 @@ def test_cli_path_tool_config(capsys: pytest.CaptureFixture[str]) -> None:
     printed = Path(capsys.readouterr().out.strip())
     assert printed.is_file() and printed.name == "search.yaml"
     assert printed.read_text() == SHIPPED_YAML.read_text()
-
-
-def test_cli_retriever_serve_answers(tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus.jsonl"
-    rows = [
-        {"id": "a", "contents": "Abbey Road\nAn album by the Beatles."},
-        {"id": "b", "contents": "Vienna\nThe Danube flows through it."},
-    ]
-    corpus.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    command = [sys.executable, "-m", "reward_plugins", "retriever", "serve"]
-    command += ["--corpus", str(corpus), "--port", "0", "--topk", "1"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.fullmatch(
-            rf"serving 2 documents of {re.escape(str(corpus))} at (http://127\.0\.0\.1:\d+/retrieve)\n",
-            line,
-        )
-        assert match, line
-        status, body = post(match[1], {"queries": ["who recorded abbey road", "danube"]})
-        assert status == 200 and body == {"result": [[rows[0]], [rows[1]]]}
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-    # SIGTERM is how a server is stopped: exit 0, nothing on stderr
-    assert process.returncode == 0 and process.stderr is not None
-    assert process.stderr.read() == ""
-
-
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        (
-            ["--corpus", "missing.jsonl"],
-            "retriever serve: missing.jsonl: No such file or directory",
-        ),
-        (["--topk", "0"], "retriever serve: --topk must be at least 1, got 0"),
-        (["--port", "-1"], "retriever serve: --port must be between 0 and 65535, got -1"),
-    ],
-)
-def test_cli_retriever_serve_errors(tmp_path: Path, arguments: list[str], message: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "reward_plugins", "retriever", "serve", *arguments],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert result.returncode == 2 and result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"reward-plugins: error: {message}")
-
-
-def test_cli_retriever_serve_bad_corpus_line(tmp_path: Path) -> None:
-    corpus = tmp_path / "bad.jsonl"
-    corpus.write_text('{"id": "1", "contents": "A\\nb"}\n{"id": "2", "contents": 5}\n')
-    result = subprocess.run(
-        [sys.executable, "-m", "reward_plugins", "retriever", "serve", "--corpus", str(corpus)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
-    assert result.returncode == 2
-    assert result.stderr == (
-        f"reward-plugins: error: retriever serve: {corpus} line 2: the 'contents' field must be "
-        "a str, got int\n"
-    )

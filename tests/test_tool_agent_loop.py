@@ -9,7 +9,7 @@ reward as verl does (``_compute_score``: a ``DataProto`` with ``tool_extra_field
 (``verl/experimental/reward_loop/reward_loop.py``), which builds the ``naive`` or ``gdpo``
 manager with ``load_reward_manager`` and calls ``reward_plugins.compute_score_tool``. The tool is
 ours (``reward_plugins.tools.SearchTool``, from a copy of the shipped tool YAML), and so is the
-retriever (the BM25 server of ``reward_plugins.retriever`` over the sample corpus, on a free
+retriever (the BM25 server of ``reward_plugins.search`` over the sample corpus, on a free
 loopback port in a thread).
 
 Only two things stand in for the cluster: the LLM server is :class:`ScriptedLLM` (it returns,
@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,9 @@ import yaml
 from verl_helpers import build_tokenizer, compose, save_model_stub
 
 import reward_plugins
-from reward_plugins import retriever
+from reward_plugins.search.corpus import sample_corpus_path
+from reward_plugins.search.index import SearchIndex
+from reward_plugins.search.server import running_server
 from reward_plugins.tools import SearchTool
 
 # --- the tokenizer and the model directory ------------------------------------------------------
@@ -135,18 +136,11 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # --- the retriever and the tool config ----------------------------------------------------------
 @pytest.fixture(scope="module")
-def retriever_url() -> Iterator[str]:
-    """The real BM25 server over the shipped sample corpus, on a free loopback port."""
-    index = retriever.BM25Index.from_jsonl(retriever.sample_corpus_path())
-    server = retriever.make_server(index, host="127.0.0.1", port=0, topk=3)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+def retriever_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The package's BM25 retriever over the shipped sample corpus, on a free loopback port."""
+    index = SearchIndex.for_corpus(sample_corpus_path(), cache_dir=tmp_path_factory.mktemp("idx"))
+    with running_server(index) as server:
         yield server.url
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 SHIPPED_TOOL_YAML = Path(reward_plugins.__file__).parent / "data" / "tools" / "search.yaml"
@@ -310,7 +304,7 @@ DOC_LINE = re.compile(r"Doc (\d+)\(Title: ([^)\n]*)\) (.*)")
 
 
 def corpus_documents() -> set[str]:
-    rows = retriever.sample_corpus_path().read_text(encoding="utf-8").splitlines()
+    rows = sample_corpus_path().read_text(encoding="utf-8").splitlines()
     return {json.loads(row)["contents"] for row in rows if row.strip()}
 
 
