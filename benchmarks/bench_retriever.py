@@ -487,23 +487,45 @@ def measure_tantivy(passages: int, work: Workload | None, args: argparse.Namespa
     return result
 
 
-# The in-memory bm25s index and threaded server of ``reward_plugins.retriever`` (the retriever
-# before the on-disk index), started directly: ``retriever serve --corpus`` may index on disk.
+# The baseline: the in-memory bm25s index and threaded server that ``reward_plugins/retriever.py``
+# was until the on-disk index replaced it, loaded from that commit of this repository.
+BM25S_COMMIT = "48c8a71"
 BM25S_SERVER = """
-import sys
-from reward_plugins.retriever import BM25Index, make_server
-server = make_server(BM25Index.from_jsonl(sys.argv[1]), "127.0.0.1", 0, 3)
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("bm25s_retriever", sys.argv[1])
+retriever = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(retriever)
+server = retriever.make_server(retriever.BM25Index.from_jsonl(sys.argv[2]), "127.0.0.1", 0, 3)
 print("serving at", server.url, flush=True)
 server.serve_forever()
 """
+
+
+def bm25s_module(cache_dir: Path) -> Path:
+    """``reward_plugins/retriever.py`` at ``BM25S_COMMIT``, written into ``cache_dir``."""
+    path = cache_dir / f"bm25s_retriever_{BM25S_COMMIT}.py"
+    if not path.exists():
+        repository = Path(__file__).resolve().parent.parent
+        command = [
+            "git",
+            "-C",
+            str(repository),
+            "show",
+            f"{BM25S_COMMIT}:reward_plugins/retriever.py",
+        ]
+        path.write_bytes(subprocess.run(command, capture_output=True, check=True).stdout)
+    return path
 
 
 def measure_bm25s(passages: int, work: Workload, args: argparse.Namespace) -> Result:
     result = Result("bm25s", passages)
     corpus = wiki18_synth.ensure_corpus(passages, cache_dir=args.cache_dir)
     log = args.cache_dir / f"serve-bm25s-{passages}.log"
-    serve_and_measure(result, [sys.executable, "-c", BM25S_SERVER, str(corpus)], work, args, log)
-    result.notes.append("bm25s: in memory, nothing on disk; built at every start")
+    command = [sys.executable, "-c", BM25S_SERVER, str(bm25s_module(args.cache_dir)), str(corpus)]
+    serve_and_measure(result, command, work, args, log)
+    result.notes.append(
+        f"bm25s: reward_plugins/retriever.py at {BM25S_COMMIT}, in memory, built at every start"
+    )
     return result
 
 
@@ -683,7 +705,7 @@ def main() -> None:
             print(f"{engine} at {passages:,} passages (load average {load:.1f})", flush=True)
             try:
                 result = MEASURES[engine](passages, work, args)
-            except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            except (RuntimeError, OSError, subprocess.SubprocessError) as error:
                 result = Result(engine, passages, notes=[f"{engine}: failed: {error}"])
             result.notes.append(f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
             results.append(result)
