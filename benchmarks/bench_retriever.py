@@ -28,10 +28,11 @@ GRPO stream, p99 <= 500 ms, small queries within 1 s under hostile clients. ``--
 writes the figures. Corpora, queries and indexes live in ``--cache-dir``
 (``~/.cache/reward-plugins-bench/``); ``--reuse`` serves an index already built there (its
 build figures read back from its ``build.json``); ``--build-only`` builds tantivy indexes and
-stops there.
+stops there; ``--report`` prints the table, in Markdown, of earlier ``--json`` files.
 
     PYTHONPATH=. python benchmarks/bench_retriever.py [--sizes 1000000,4000000]
         [--engines tantivy,bm25s,pyserini] [--bm25s-max 1000000] [--json results.json]
+    PYTHONPATH=. python benchmarks/bench_retriever.py --report results.json [more.json ...]
 """
 
 from __future__ import annotations
@@ -633,22 +634,31 @@ def _cell(value: float | None, target: float | None, higher: bool) -> str:
     return f"{shown} ({ratio:.2g}x {'ok' if ratio >= 1 else 'MISS'})"
 
 
-def table(results: list[Result]) -> str:
+def table(results: list[Result], markdown: bool = False) -> str:
     """The side-by-side table: a row per figure, a column per engine and size."""
     header = ["figure", "target", *(r.name for r in results)]
     rows = [header]
     for key, label, target, higher in TARGETS:
         shown_target = "-" if target is None else f"{'>=' if higher else '<='} {target:g}"
-        rows.append(
-            [label, shown_target] + [_cell(r.figures.get(key), target, higher) for r in results]
-        )
+        cells = [_cell(r.figures.get(key), target, higher) for r in results]
+        rows.append([label, shown_target, *cells])
+    if markdown:
+        lines = ["| " + " | ".join(row) + " |" for row in rows]
+        lines.insert(1, "|" + "---|" * len(header))
+        return "\n".join(lines)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        for row in rows
-    ]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def report(paths: list[Path]) -> None:
+    """The table (Markdown) and notes of results written by earlier runs' ``--json``."""
+    results = [Result(**row) for path in paths for row in json.loads(path.read_text())]
+    print(table(results, markdown=True))
+    for result in results:
+        for note in result.notes:
+            print(f"- {result.name}: {note}")
 
 
 def main() -> None:
@@ -685,7 +695,13 @@ def main() -> None:
         default=Path(os.environ.get("JAVA_HOME", "/usr/lib/jvm/default-java")),
     )
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--report", type=Path, nargs="+", metavar="JSON", help="print earlier --json results"
+    )
     args = parser.parse_args()
+    if args.report:
+        report(args.report)
+        return
     sizes = [int(size) for size in args.sizes.split(",")]
     engines = args.engines.split(",")
     unknown = set(engines) - set(ENGINES)
