@@ -102,7 +102,7 @@ class Result:
 
     @property
     def name(self) -> str:
-        return f"{self.engine} {self.passages / 1e6:g}M"
+        return f"{self.engine} {self.passages / 1e6:.3g}M"
 
 
 # --------------------------------------------------------------------------- processes
