@@ -12,6 +12,7 @@ run; the full 21,015,324 with ``--sizes 21015324``), per engine and size:
   RSS after a warm-up of 200 queries; queries/s and p50/p99 latency with 1 and 16 concurrent
   clients on distinct questions and on a GRPO step's stream (512 prompts x 5 samples x 3 turns,
   samples often repeating their prompt's query); recall@3 (the target passage among the 3);
+  and the load generator's own ceiling (16 clients sending ``GET /health`` for 5 s);
 - **hostile clients**: for ``--hostile-seconds``, one client sends small queries one after the
   other while others send (a) one request of 40,000 queries with ``topk`` 10^9, (b) 300
   connections that drip their request a byte a second, (c) a 17 MiB body; the worst small-query
@@ -77,6 +78,7 @@ TARGETS: tuple[tuple[str, str, float | None, bool], ...] = (
     ("index_disk_gb", "index on disk (GB)", None, False),
     ("private_rss_gb", "private RSS serving (GB)", 1.0, False),
     ("total_rss_gb", "total RSS serving (GB)", None, False),
+    ("client_ceiling_qps", "client ceiling, GET /health (req/s)", None, True),
     ("qps_1_distinct", "q/s 1 client, distinct", None, True),
     ("p50_ms_1_distinct", "p50 ms 1 client, distinct", None, False),
     ("qps_16_distinct", "q/s 16 clients, distinct", 100.0, True),
@@ -288,6 +290,26 @@ async def _load(
     }
 
 
+async def _ceiling(url: str, clients: int, seconds: float) -> float:
+    """Requests/s of ``clients`` clients sending ``GET /health`` (any answer): what this load
+    generator can send at all, the ceiling of every q/s figure."""
+    health = url.rsplit("/", 1)[0] + "/health"
+    count = 0
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as session:
+        deadline = time.perf_counter() + seconds
+
+        async def client() -> None:
+            nonlocal count
+            while time.perf_counter() < deadline:
+                async with session.get(health) as response:
+                    await response.read()
+                count += 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        return count / (time.perf_counter() - start)
+
+
 async def _dripping(host: str, port: int, until: float) -> int:
     """How many of ``DRIPPING_CONNECTIONS`` connections, each sending its request a byte a
     second until ``until``, the server closed or answered (refused) before then."""
@@ -430,6 +452,7 @@ def serve_and_measure(
         asyncio.run(_load(url, work.warm_up, 16, 600))
         private, total = memory(pid)
         figures["private_rss_gb"], figures["total_rss_gb"] = private / GB, total / GB
+        figures["client_ceiling_qps"] = asyncio.run(_ceiling(url, 16, 5.0))
         for name, rows, clients in (
             ("1_distinct", work.one_client, 1),
             ("16_distinct", work.sixteen_clients, 16),
