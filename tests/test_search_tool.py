@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 import yaml
-from verl.experimental.agent_loop.tool_agent_loop import AgentData
 from verl.tools.tool_registry import initialize_tools_from_config
+from verl_helpers import agent_data
 
 import reward_plugins.tools.search as search_module
 from reward_plugins.cli import main as cli_main
@@ -87,20 +87,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
     return port
-
-
-def agent_data() -> AgentData:
-    """verl's own per-trajectory state object, as ToolAgentLoop builds it for a text prompt."""
-    return AgentData(
-        messages=[{"role": "user", "content": "What is the capital of France?"}],
-        image_data=[],
-        video_data=[],
-        audio_data=None,
-        mm_processor_kwargs=None,
-        metrics={},
-        request_id="request-0",
-        tools_kwargs={},
-    )
 
 
 def load_tool(tmp_path: Path, url: str, **config: Any) -> SearchTool:

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 from aiohttp import web
-from verl.experimental.agent_loop.tool_agent_loop import AgentData
 from verl.tools.tool_registry import initialize_tools_from_config
+from verl_helpers import agent_data
 
 from reward_plugins.errors import InvalidOption, RewardPluginsError
 from reward_plugins.tools import SearchTool
@@ -61,19 +61,6 @@ def build(tmp_path: Path, urls: str | list[str], **config: Any) -> SearchTool:
     (tool,) = initialize_tools_from_config(str(write_yaml(tmp_path, text)))
     assert isinstance(tool, SearchTool)
     return tool
-
-
-def agent_data() -> AgentData:
-    return AgentData(
-        messages=[{"role": "user", "content": "What is the capital of France?"}],
-        image_data=[],
-        video_data=[],
-        audio_data=None,
-        mm_processor_kwargs=None,
-        metrics={},
-        request_id="request-0",
-        tools_kwargs={},
-    )
 
 
 async def call(tool: SearchTool, query: str = "capital of France") -> tuple[str, dict[str, Any]]:

@@ -254,3 +254,20 @@ def stock_verl_config(overrides: Sequence[str] = ()) -> Any:
 
     with initialize_config_module(config_module="verl.trainer.config", version_base=None):
         return hydra_compose(config_name="ppo_trainer", overrides=list(overrides))
+
+
+def agent_data() -> Any:
+    """verl's own per-trajectory state object (``AgentData``), as ToolAgentLoop builds it for a
+    text prompt."""
+    from verl.experimental.agent_loop.tool_agent_loop import AgentData
+
+    return AgentData(
+        messages=[{"role": "user", "content": "What is the capital of France?"}],
+        image_data=[],
+        video_data=[],
+        audio_data=None,
+        mm_processor_kwargs=None,
+        metrics={},
+        request_id="request-0",
+        tools_kwargs={},
+    )
