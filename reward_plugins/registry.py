@@ -55,6 +55,7 @@ from reward_plugins.options import (
     is_finite_number,
     option_specs,
 )
+from reward_plugins.results import SCORE_ONLY, Schema, SchemaSource, check_schema
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +94,9 @@ class Registration:
     origin: str
     """The module, and the entry point and distribution when loaded through one."""
     validate: Validator | None = None
+    results: SchemaSource = SCORE_ONLY
+    """The result schema (:mod:`reward_plugins.results`), or a function of the options giving
+    it; read through :attr:`Bound.results`."""
     default: Bound | None = field(default=None, repr=False)
     """The scorer bound without options, once a call has made it."""
     _bound: dict[Any, Bound] = field(default_factory=dict, repr=False)
@@ -145,7 +149,7 @@ class Registration:
 class Bound:
     """A registration with one checked option set: calls the scorer and shapes its result."""
 
-    __slots__ = ("keys", "options", "plain", "registration")
+    __slots__ = ("_results", "keys", "options", "plain", "registration")
 
     def __init__(self, registration: Registration, options: dict[str, Any]) -> None:
         self.registration = registration
@@ -158,6 +162,25 @@ class Bound:
             and not registration.is_async
         )
         """Golds, no context keywords, synchronous: the common case, called directly."""
+        self._results: Schema | None = None
+
+    @property
+    def results(self) -> Schema:
+        """The result schema of the scorer with these options (computed once).
+
+        Raises:
+            PluginError: the registration's schema, or its schema function, breaks the
+                contract of :func:`reward_plugins.results.check_schema`.
+        """
+        if self._results is None:
+            declared = self.registration.results
+            if callable(declared):
+                options = self.registration.options
+                merged = {n: spec.default for n, spec in options.items() if not spec.required}
+                merged.update(self.options)
+                declared = declared(merged)
+            self._results = check_schema(f"scorer {self.registration.name!r}", declared)
+        return self._results
 
     def _arguments(
         self, ground_truth: Any, data_source: str, extra_info: Mapping[str, Any] | None
@@ -340,6 +363,7 @@ def scorer(
     *,
     ground_truth: GroundTruthMode = "golds",
     validate: Validator | None = None,
+    results: SchemaSource = SCORE_ONLY,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register a scorer under ``name`` for ``data_sources`` (``"*"`` for all).
 
@@ -352,6 +376,9 @@ def scorer(
             given, read-only).
         validate: called once per option set with every option (defaults filled in); raises
             :class:`~reward_plugins.errors.InvalidOption` (or ``ValueError``) to refuse it.
+        results: the result schema, a tuple of :class:`~reward_plugins.results.ResultKey`, or
+            a function of the options (defaults filled in) returning one; by default
+            ``score`` alone. The summary, the report and ``compare`` read it.
 
     Returns the function unchanged. Registering the same function again is a no-op.
 
@@ -381,6 +408,7 @@ def scorer(
             is_async=inspect.iscoroutinefunction(function),
             origin=getattr(_importing, "origin", None) or function.__module__,
             validate=validate,
+            results=results if callable(results) else check_schema(f"scorer {name!r}", results),
         )
         _publish(registration)
         return function
