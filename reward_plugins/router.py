@@ -26,6 +26,7 @@ from typing import Any, Literal, overload
 
 from reward_plugins.errors import InvalidGroundTruth, InvalidInput, InvalidOption
 from reward_plugins.registry import Bound, Registration, lookup, registrations_named
+from reward_plugins.results import Schema
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,17 @@ def check_options(scorer: str, data_source: str | None, options: Mapping[str, An
     )
     for registration in found:
         registration.bind(options)
+
+
+def result_schema(scorer: str, data_source: str, options: Mapping[str, Any]) -> Schema:
+    """The result schema of ``scorer`` for ``data_source`` with ``options``: what the summary,
+    the report and ``compare`` read (:mod:`reward_plugins.results`).
+
+    Raises:
+        UnknownScorer, UnknownDataSource, InvalidOption: as :func:`check_options`.
+        PluginError: the scorer's declared schema breaks the contract.
+    """
+    return lookup(data_source, scorer).bind(scorer_options(options)).results
 
 
 def _bind(scorer: str, data_source: str, options: Mapping[str, Any], return_dict: Any) -> Bound:
