@@ -137,13 +137,6 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--examples", type=int, default=5, metavar="K", help="worst rows shown per indicator (5)"
     )
-    report.add_argument(
-        "--max-answer-words",
-        type=int,
-        default=30,
-        metavar="N",
-        help="answers longer than this are flagged (30)",
-    )
     _add_job_arguments(report)
     report.set_defaults(handler=_report, command_parser=report)
     compare = commands.add_parser(
@@ -681,23 +674,21 @@ def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from reward_plugins.rescore import report
+    from reward_plugins.router import result_schema
 
     if not args.output.name.endswith((".html", ".htm")):
         parser.error(f"-o {args.output}: the report is an .html file")
-    if args.max_answer_words < 1 or args.examples < 0:
-        parser.error("--max-answer-words must be at least 1, --examples at least 0")
+    if args.examples < 0:
+        parser.error("--examples must be at least 0")
     png_dir = args.png_dir or args.output.with_name(args.output.stem + "_pngs")
     html_output, args.output = args.output, None
     args.writes = [html_output]
-    job = dataclasses.replace(
-        _job(args, parser, args.inputs),
-        describe=functools.partial(report.describe_row, max_answer_words=args.max_answer_words),
-    )
+    job = dataclasses.replace(_job(args, parser, args.inputs), describe=report.describe_row)
     run_report = report.RunReport(
-        title=", ".join(args.inputs),
-        max_answer_words=args.max_answer_words,
+        title=report.run_name(args.inputs),
         examples=args.examples,
-        scorer=args.scorer,
+        scorer=job.scorer,
+        schema_of=functools.partial(result_schema, job.scorer, options=job.options),
     )
     try:
         report.require_plotting()

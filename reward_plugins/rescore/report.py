@@ -1,25 +1,39 @@
 """The run report: one self-contained HTML page (and PNG charts) for a re-scored run.
 
-Two halves, split so that the expensive part runs where the rows are scored:
+What the page charts comes from the scorer's result schema (:mod:`reward_plugins.results`),
+not from the response text: the engine knows no scorer's keys.
+
+- ``reward`` and ``component`` keys: a per-step curve of the mean with its band.
+- ``rate`` keys: an indicator, a per-step curve on a [0, 1] axis, the rate over the run, and
+  example rows of the rarer value (the rows where the rule fired, or where it did not when it
+  fired on most rows), the highest reward first.
+- ``count`` and ``length`` keys: an indicator, a per-step curve of the mean, the distribution
+  over the run, and the rows with the largest values.
+- ``diagnostic`` keys (and keys a result holds that its schema does not declare): tabulated per
+  data source, never charted.
+
+Two series come from every run whatever the scorer: the agreement of the dump's logged ``score``
+with the re-scored one, and the share of GRPO groups whose rows all got one reward (groups
+that give GRPO no signal: every advantage is 0).
+
+Two halves, split so that the per-row part runs where the rows are scored:
 
 - :func:`describe_row` runs in the worker processes on every :class:`ScoredRow` and returns a
-  compact, picklable :class:`RowStats`: the metric values, the logged score, counts, the
-  normalized answer and an excerpt, and the row indicator flags. It is linear in the response
-  length on any input (the answer is found with :func:`reward_plugins.extract.scan_tags`, the
-  tool-call blocks with :func:`reward_plugins.extract.find_tag_spans`, the candidate split with a
-  pattern without quantifiers).
+  compact, picklable :class:`RowStats`: the result's numeric values, the logged score, the
+  GRPO group key and the response's end (shown as text, never scored).
 - :class:`RunReport` runs in the parent process: :meth:`RunReport.add` folds each row into
   aggregates whose size does not grow with the number of rows, and :meth:`RunReport.write_html`
-  / :meth:`RunReport.write_pngs` render them.
+  / :meth:`RunReport.write_pngs` render them. It reads each data source's schema once, through
+  ``schema_of`` (the CLI passes :func:`reward_plugins.router.result_schema`).
 
 Memory, for any number of rows: per step, five numbers per series (count, sum, sum of squares,
 minimum, maximum); per data source, the count of each distinct value per series; at most
-``examples`` rows per indicator; the GRPO groups of the current step only (at most
-:data:`MAX_OPEN_GROUPS`), and a buffer of at most 4,096 rows of values.
+``examples`` rows per indicator (twice that per rate); the GRPO groups of the current step only
+(at most :data:`MAX_OPEN_GROUPS`), and a buffer of at most 4,096 rows of values.
 
 Intervals: each point of a per-step curve has a normal-approximation band, mean
 ± 1.96·s/√n (s the sample standard deviation), clipped to the range of the step's values; the
-per-data-source tables and the run-level rates have 95% percentile-bootstrap intervals
+per-data-source tables and the run-level indicators have 95% percentile-bootstrap intervals
 (:func:`reward_plugins.metrics.aggregate.bootstrap_mean_of_counts`, 1,000 resamples, seed 0).
 
 GRPO groups: verl's trainer writes one ``{step}.jsonl`` per step with the columns ``input``,
@@ -41,178 +55,78 @@ import io
 import json
 import math
 import numbers
-import os
 import re
-import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from reward_plugins.extract import find_tag_spans, scan_tags
+from reward_plugins.errors import RewardPluginsError
 from reward_plugins.metrics.aggregate import MeanCI, bootstrap_mean_of_counts
+from reward_plugins.rescore.files import atomic_output
 from reward_plugins.rescore.messages import printable
 from reward_plugins.rescore.records import ScoredRow
-from reward_plugins.text import normalize_squad
-from reward_plugins.text.answers import MIN_CANDIDATES, count_candidates
+from reward_plugins.results import SCORE_ONLY, ResultKey, Schema, complete, union
 
 EXCERPT_CHARS = 200
-"""Longest answer excerpt and normalized answer a :class:`RowStats` keeps (in characters)."""
+"""Longest excerpt of a response (its end) and experiment name a :class:`RowStats` keeps."""
 
-DEFAULT_MAX_ANSWER_WORDS = 30
 DEFAULT_EXAMPLES = 5
+"""Example rows shown per indicator by default."""
 
 MAX_OPEN_GROUPS = 50_000
 """GRPO groups tracked per step; rows of further ``input`` values are left out of the
-repeated-answer indicator (the page says how many)."""
+one-reward-groups indicator (the page says how many)."""
 
 AGREEMENT_REL_TOL = 1e-6
 """Relative tolerance of logged vs re-scored equality: verl logs the sum of float32 token-level
 scores, so 2/3 comes back as 0.6666666865."""
 
-REFUSAL_PHRASES: tuple[str, ...] = (
-    "I don't know",
-    "I do not know",
-    "don't know",
-    "unknown",
-    "not sure",
-    "I'm not sure",
-    "I am not sure",
-    "no idea",
-    "no answer",
-    "none",
-    "N/A",
-    "cannot be determined",
-    "cannot determine",
-    "cannot answer",
-    "I cannot answer",
-    "unanswerable",
-    "not enough information",
-    "insufficient information",
-    "no information",
-    "not mentioned",
-    "not found",
-    "not available",
-)
-"""Answers that decline to answer, compared after :func:`reward_plugins.text.normalize_squad`."""
+MAX_EXPERIMENTS = 3
+"""Distinct experiment names the title shows; the page counts the others."""
 
-REFUSALS: frozenset[str] = frozenset({"", *map(normalize_squad, REFUSAL_PHRASES)})
-"""The normalized refusals, the empty answer among them."""
+AGREEMENT = "agreement"
+"""The series of rows whose logged ``score`` equals the re-scored one (1) or not (0)."""
 
+UNIFORM_REWARD = "uniform_reward"
+"""The series of GRPO groups of 2 rows or more whose rows all got one reward (1) or not (0)."""
 
-class Indicator(NamedTuple):
-    """A reward-hacking indicator: its series key (also its PNG's name), its label, its rule
-    (what ``docs/report.md`` repeats), what ranks its worst examples, and that value's label."""
+ENGINE_SERIES: tuple[str, ...] = (AGREEMENT, UNIFORM_REWARD)
+"""The series every run has, whatever the scorer; a result key of the same name is reachable
+in the tables but not through :meth:`RunReport.per_step`."""
 
-    key: str
-    label: str
-    rule: str
-    ranked_by: str
-    value_label: str
+CURVE_KINDS: tuple[str, ...] = ("reward", "component")
+"""Kinds charted as per-step curves in the page's "Per step" section."""
+
+INDICATOR_KINDS: tuple[str, ...] = ("rate", "count", "length")
+"""Kinds shown as indicators: a curve, a run-level value and example rows."""
+
+GENERIC_NAMES: frozenset[str] = frozenset({
+    ".", "ckpt", "ckpts", "checkpoint", "checkpoints", "data", "dump", "dumps", "generations",
+    "logs", "output", "outputs", "rollout", "rollout_data", "rollouts", "test", "train", "val",
+    "validation", "validation_data",
+})  # fmt: skip
+"""Path components that name no run (verl's dump folders, checkpoint roots): :func:`run_name`
+looks past them."""
+
+_FORMAT_SUFFIX = re.compile(r"(\.jsonl\.gz|\.jsonl|\.parquet|\.json)$")
+
+_ENGINE_LABELS = {
+    AGREEMENT: "logged = re-scored",
+    UNIFORM_REWARD: "GRPO groups with one reward",
+}
+_ENGINE_COLUMNS = {AGREEMENT: 0, UNIFORM_REWARD: 1}
+
+SchemaOf = Callable[[str], Schema]
+"""A data source's result schema (``lambda source: result_schema(scorer, source, options)``)."""
 
 
-INDICATORS: tuple[Indicator, ...] = (
-    Indicator(
-        "subem_gap",
-        "SubEM \u2212 EM gap",
-        "`subem` is 1 and `em` is 0: a gold is inside the answer, but the answer is not a gold. "
-        "Share of the rows whose result has both keys.",
-        "most answer words",
-        "answer words",
-    ),
-    Indicator(
-        "spam_penalized",
-        "answer-tag spam",
-        "`spam_penalized` is 1: the scorer paid its answer-tag spam penalty. "
-        "Share of the rows whose result has the key.",
-        "most answer tags",
-        "answer tags",
-    ),
-    Indicator(
-        "over_long",
-        "over-long answers",
-        "The answer has more than `max_answer_words` whitespace-separated words. "
-        "Share of all rows.",
-        "most answer words",
-        "answer words",
-    ),
-    Indicator(
-        "refusal",
-        "empty or refusal answers",
-        "The answer normalizes (SQuAD normalization) to the empty string or to one of "
-        "`REFUSAL_PHRASES`, normalized the same way. Share of all rows.",
-        "highest re-scored reward",
-        "reward",
-    ),
-    Indicator(
-        "many_candidates",
-        "many candidates",
-        "The answer splits into 3 or more non-blank items at `,` (except between two digits), "
-        "`;`, `/`, `|`, or the word `or` or `and` between whitespace. Share of all rows.",
-        "most items",
-        "items",
-    ),
-    Indicator(
-        "repeated_answer",
-        "same answer across a GRPO group",
-        "Among the GRPO groups of a step (its rows with an identical `input` value) that hold "
-        "2 rows or more, the share in which every row has an answer and all answers normalize "
-        "(SQuAD normalization) to the same non-empty text, compared on its first 200 "
-        "characters.",
-        "largest group",
-        "rows in group",
-    ),
-)
-"""Every indicator; "the answer" is the last ``<answer>...</answer>`` span of the response
-(verl's extraction), and a response without one is never flagged."""
-
-
-class _Series(NamedTuple):
-    key: str
-    label: str
-    digits: int
-
-
-_INDICATOR_LABELS = {indicator.key: indicator.label for indicator in INDICATORS}
-
-_METRICS: tuple[_Series, ...] = (
-    _Series("score", "mean reward", 3),
-    _Series("em", "EM", 3),
-    _Series("subem", "SubEM", 3),
-    _Series("f1", "F1", 3),
-    _Series("answer_found", "answer rate", 3),
-    _Series("spam_penalized", "spam-penalized rate", 3),
-    _Series("words", "response words", 1),
-    _Series("search_calls", "search calls", 2),
-)
-_SERIES: tuple[_Series, ...] = (
-    *_METRICS,
-    *(
-        _Series(key, _INDICATOR_LABELS[key], 3)
-        for key in ("subem_gap", "over_long", "refusal", "many_candidates")
-    ),
-    _Series("agreement", "logged = re-scored", 3),
-    _Series("repeated_answer", _INDICATOR_LABELS["repeated_answer"], 3),
-)
-"""Every per-step series; all but the last come from single rows, in :meth:`RunReport.add`'s
-order, the last from closed GRPO groups."""
-
-SERIES: tuple[str, ...] = tuple(series.key for series in _SERIES)
-"""The keys of the per-step series; each is the name of its PNG (``{key}.png``)."""
-
-_INDEX = {key: index for index, key in enumerate(SERIES)}
-_ROW_SERIES = len(_SERIES) - 1
-_REPEATED = _INDEX["repeated_answer"]
+# ------------------------------------------------------------------------------ the row
 
 
 class RowStats(NamedTuple):
-    """What the report keeps of one scored row (see :func:`describe_row`).
-
-    Metric values are ``None`` where the scorer's result lacks the key or holds no finite number.
-    ``answer`` is the normalized answer and ``excerpt`` the raw answer (the response's end when
-    there is no answer), both cut to :data:`EXCERPT_CHARS`.
-    """
+    """What the report keeps of one scored row (see :func:`describe_row`)."""
 
     file: str
     number: int
@@ -220,94 +134,57 @@ class RowStats(NamedTuple):
     data_source: str
     group: str | None
     """Stable 64-bit BLAKE2b hex digest of the row's ``input`` (``None`` without one)."""
-    score: float | None
-    em: float | None
-    subem: float | None
-    f1: float | None
-    answer_found: float | None
-    spam_penalized: float | None
-    words: int
-    """Whitespace-separated words of the response."""
-    search_calls: int
-    """``<search>...</search>`` plus ``<tool_call>...</tool_call>`` blocks of the response."""
-    subem_gap: bool | None
-    over_long: bool
-    refusal: bool
-    many_candidates: bool
+    values: tuple[tuple[str, float], ...]
+    """The result's keys holding a finite number (a bool as 0 or 1), in the result's order."""
     logged: float | None
     """The record's own ``score`` when it is a finite number."""
-    answer_tags: int
-    """``max(count of "<answer>", count of "</answer>")``, as the spam rule counts them."""
-    answer: str | None
     excerpt: str
-    answer_words: int
-    candidates: int
-    """Non-blank items of the answer under the many-candidates split."""
+    """The response's end, cut to :data:`EXCERPT_CHARS` (``…`` marks a cut)."""
+    experiment: str | None = None
+    """The record's ``experiment_name`` (or its ``extra_info``'s), when it is a string."""
+
+    def value(self, key: str) -> float | None:
+        """The value of result key ``key``, ``None`` when the result holds no number there."""
+        for name, value in self.values:
+            if name == key:
+                return value
+        return None
+
+    @property
+    def score(self) -> float | None:
+        """The re-scored reward (the result's ``score``)."""
+        return self.value("score")
 
 
-_ROW_VALUES = slice(RowStats._fields.index("score"), RowStats._fields.index("logged"))
-"""The fields of a :class:`RowStats` that are the row series but the last (``agreement``, which
-:meth:`RunReport.add` computes), in :data:`_SERIES` order."""
+def describe_row(row: ScoredRow) -> RowStats:
+    """Describe one scored row for :meth:`RunReport.add`, in time linear in its size.
 
-
-def describe_row(row: ScoredRow, *, max_answer_words: int = DEFAULT_MAX_ANSWER_WORDS) -> RowStats:
-    """Describe one scored row for :meth:`RunReport.add`, in time linear in its text.
-
-    The answer is the last ``<answer>...</answer>`` span of ``row.response`` (verl's
-    extraction). ``max_answer_words`` must be the report's own (``RunReport.max_answer_words``);
-    it decides ``over_long``. Never raises on any response text.
+    Every value comes from ``row.result`` (the scorer's own keys); the response is kept only
+    as an excerpt to show. Never raises on any response text or record.
 
     Example:
         >>> from reward_plugins.rescore.records import ScoredRow
-        >>> row = ScoredRow("a.jsonl", 1, {"input": "q"}, 3, "searchR1_nq",
-        ...                 "<search>x</search><answer>Paris, Lyon or Nice</answer>", {"em": 0.0})
+        >>> row = ScoredRow("a.jsonl", 1, {"input": "q", "score": 1}, 3, "my_source",
+        ...                 "<answer>Paris</answer>", {"score": 1.0, "calls": 2, "note": "x"})
         >>> stats = describe_row(row)
-        >>> stats.answer, stats.search_calls, stats.candidates, stats.many_candidates
-        ('paris lyon or nice', 1, 3, True)
+        >>> stats.values, stats.logged, stats.excerpt
+        ((('score', 1.0), ('calls', 2.0)), 1.0, '<answer>Paris</answer>')
     """
-    response = row.response
-    result = row.result
-    answer, opening, closing = scan_tags(response, "answer", "last")
-    em, subem = _number(result.get("em")), _number(result.get("subem"))
-    if answer is None:
-        normalized = None
-        excerpt = (
-            response if len(response) <= EXCERPT_CHARS else "…" + response[1 - EXCERPT_CHARS :]
-        )
-        answer_words = candidates = 0
-        refusal = False
-    else:
-        full = normalize_squad(answer)
-        normalized = full[:EXCERPT_CHARS]
-        excerpt = _clip(answer)
-        answer_words = len(answer.split())
-        candidates = count_candidates(answer)
-        refusal = full in REFUSALS
+    values = []
+    for key, value in row.result.items():
+        number = _number(value)
+        if isinstance(key, str) and number is not None:
+            values.append((key, number))
     return RowStats(
         file=row.file,
         number=row.number,
         step=row.step,
         data_source=row.data_source,
         group=group_key(row.record.get("input")),
-        score=_number(result.get("score")),
-        em=em,
-        subem=subem,
-        f1=_number(result.get("f1")),
-        answer_found=_number(result.get("answer_found")),
-        spam_penalized=_number(result.get("spam_penalized")),
+        values=tuple(values),
         logged=_number(row.record.get("score")),
-        words=len(response.split()),
-        search_calls=len(find_tag_spans(response, "search"))
-        + len(find_tag_spans(response, "tool_call")),
-        answer_tags=max(opening, closing),
-        answer=normalized,
-        excerpt=excerpt,
-        answer_words=answer_words,
-        candidates=candidates,
-        subem_gap=None if em is None or subem is None else (subem == 1.0 and em == 0.0),
-        over_long=answer_words > max_answer_words,
-        refusal=refusal,
-        many_candidates=candidates >= MIN_CANDIDATES,
+        excerpt=_tail(row.response),
+        experiment=_experiment_of(row.record),
     )
 
 
@@ -327,6 +204,31 @@ def group_key(value: Any) -> str | None:
     return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
+def run_name(inputs: Iterable[str | Path]) -> str:
+    """The run's name for the page title: per input, the last component of its absolute path
+    that is not a format suffix, a step number (verl's ``{step}.jsonl``) or one of
+    :data:`GENERIC_NAMES`, so ``checkpoints/search_r1/grpo_nq/rollouts`` is ``grpo_nq`` (verl's
+    ``trainer.experiment_name`` in its default checkpoint layout); the names of several inputs
+    joined by ``", "``, each once.
+
+    Example:
+        >>> run_name(["/runs/grpo_nq/rollouts", "/runs/grpo_nq/val/120.jsonl"])
+        'grpo_nq'
+    """
+    names: dict[str, None] = {}
+    for given in inputs:
+        path = Path(given)
+        absolute = path.absolute()
+        name = None
+        for index, part in enumerate(reversed(absolute.parts[1:])):
+            stem = _FORMAT_SUFFIX.sub("", part) if index == 0 else part
+            if not stem.isdigit() and stem.lower() not in GENERIC_NAMES:
+                name = stem
+                break
+        names.setdefault(name or path.name or str(path), None)
+    return ", ".join(names)
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, numbers.Real):
         number = float(value)
@@ -335,31 +237,51 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+def _tail(text: str) -> str:
+    return text if len(text) <= EXCERPT_CHARS else "…" + text[1 - EXCERPT_CHARS :]
+
+
+def _experiment_of(record: Mapping[str, Any]) -> str | None:
+    name = record.get("experiment_name")
+    if not isinstance(name, str):
+        info = record.get("extra_info")
+        name = info.get("experiment_name") if isinstance(info, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return None
+    return name if len(name) <= EXCERPT_CHARS else name[: EXCERPT_CHARS - 1] + "…"
 
 
 # ----------------------------------------------------------------------------- aggregation
 
 
-class ReportError(Exception):
+class ReportError(RewardPluginsError):
     """The report cannot be made: a missing optional dependency or a bad option."""
 
 
 class _Moments:
-    """Per series: count, sum, sum of squares, minimum and maximum of the values seen."""
+    """Per column: count, sum, sum of squares, minimum and maximum of the values seen."""
 
     def __init__(self) -> None:
-        size = len(_SERIES)
         self.rows = 0
-        self.n = np.zeros(size)
-        self.total = np.zeros(size)
-        self.squares = np.zeros(size)
-        self.low = np.full(size, np.inf)
-        self.high = np.full(size, -np.inf)
+        self.n = np.zeros(0)
+        self.total = np.zeros(0)
+        self.squares = np.zeros(0)
+        self.low = np.zeros(0)
+        self.high = np.zeros(0)
+
+    def _widen(self, width: int) -> None:
+        more = width - self.n.size
+        if more > 0:
+            self.n, self.total, self.squares = (
+                np.concatenate([array, np.zeros(more)])
+                for array in (self.n, self.total, self.squares)
+            )
+            self.low = np.concatenate([self.low, np.full(more, np.inf)])
+            self.high = np.concatenate([self.high, np.full(more, -np.inf)])
 
     def add_block(self, values: np.ndarray) -> None:
-        """Add rows of the row series (NaN where a row has no value)."""
+        """Add rows of values, one column per series (NaN where a row has no value)."""
+        self._widen(values.shape[1])
         present = ~np.isnan(values)
         filled = np.where(present, values, 0.0)
         columns = slice(0, values.shape[1])
@@ -371,6 +293,7 @@ class _Moments:
         self.high[columns] = np.fmax(self.high[columns], np.where(present, values, -np.inf).max(0))
 
     def add_value(self, index: int, value: float) -> None:
+        self._widen(index + 1)
         self.n[index] += 1
         self.total[index] += value
         self.squares[index] += value * value
@@ -379,7 +302,7 @@ class _Moments:
 
     def band(self, index: int) -> MeanCI:
         """Mean ± 1.96·s/√n, clipped to the values' range (NaN without values)."""
-        n = int(self.n[index])
+        n = int(self.n[index]) if index < self.n.size else 0
         if n == 0:
             return MeanCI(math.nan, math.nan, math.nan, 0)
         mean = float(self.total[index]) / n
@@ -393,11 +316,16 @@ class _Moments:
 
 
 class _Counts:
-    """Per series: how often each distinct value occurred (for bootstrap intervals)."""
+    """Per column: how often each distinct value occurred (for bootstrap intervals)."""
 
     def __init__(self) -> None:
         self.rows = 0
-        self.values: list[dict[float, int]] = [{} for _ in _SERIES]
+        self.values: list[dict[float, int]] = []
+
+    def _column(self, index: int) -> dict[float, int]:
+        while len(self.values) <= index:
+            self.values.append({})
+        return self.values[index]
 
     def add_block(self, values: np.ndarray) -> None:
         self.rows += values.shape[0]
@@ -405,23 +333,27 @@ class _Counts:
             column = values[:, index]
             column = column[~np.isnan(column)]
             if column.size:
-                seen = self.values[index]
+                seen = self._column(index)
                 distinct, counts = np.unique(column, return_counts=True)
                 for value, count in zip(distinct.tolist(), counts.tolist(), strict=True):
                     seen[value] = seen.get(value, 0) + count
 
     def add_value(self, index: int, value: float) -> None:
-        seen = self.values[index]
+        seen = self._column(index)
         seen[value] = seen.get(value, 0) + 1
 
     def merge(self, other: _Counts) -> None:
         self.rows += other.rows
-        for seen, more in zip(self.values, other.values, strict=True):
+        for index, more in enumerate(other.values):
+            seen = self._column(index)
             for value, count in more.items():
                 seen[value] = seen.get(value, 0) + count
 
+    def distribution(self, index: int) -> dict[float, int]:
+        return self.values[index] if index < len(self.values) else {}
+
     def interval(self, index: int) -> MeanCI:
-        seen = self.values[index]
+        seen = self.distribution(index)
         if not seen:
             return MeanCI(math.nan, math.nan, math.nan, 0)
         return bootstrap_mean_of_counts(
@@ -451,15 +383,25 @@ class _TopK:
 
 
 class _Group:
-    """A GRPO group of the current step: its size, the shared answer (``None`` once two rows
-    differ or a row has no non-empty answer) and its first row."""
+    """A GRPO group of the current step: its size, the shared reward (``None`` once two rows
+    differ or a row has none) and its first row."""
 
-    __slots__ = ("answer", "first", "size")
+    __slots__ = ("first", "score", "size")
 
     def __init__(self, stats: RowStats) -> None:
         self.size = 1
-        self.answer = stats.answer or None
+        self.score = stats.score
         self.first = stats
+
+
+class RateExamples(NamedTuple):
+    """The example rows a rate indicator shows: the rows holding ``value`` (the rarer of 0
+    and 1 over the run, 1 on a tie), the highest reward first; ``share`` is the share of the
+    rows with the key that hold it."""
+
+    value: float
+    share: float
+    rows: list[RowStats]
 
 
 _NO_STEP = object()
@@ -470,80 +412,120 @@ class RunReport:
     """Aggregates of a re-scored run, rendered as a self-contained HTML page and PNG charts.
 
     Feed it :func:`describe_row` results, in input order, with :meth:`add`; read
-    (:meth:`per_step`, :meth:`worst`) and write (:meth:`write_html`, :meth:`write_pngs`) after
-    the last row: each closes the current step's GRPO groups. ``max_answer_words`` is the
-    over-long threshold (pass the same value to :func:`describe_row`), ``examples`` the number
-    of worst rows kept per indicator, ``scorer`` the scorer's name for the page header.
+    (:meth:`schema`, :meth:`per_step`, :meth:`worst`, :meth:`rate_examples`) and write
+    (:meth:`write_html`, :meth:`write_pngs`) after the last row: each closes the current step's
+    GRPO groups. ``title`` names the run (see :func:`run_name`); ``examples`` is the number of
+    example rows kept per indicator; ``scorer`` the scorer's name for the page header;
+    ``schema_of`` gives a data source's result schema (called once per data source; without
+    it every source is :data:`~reward_plugins.results.SCORE_ONLY`, so every key but ``score``
+    is a diagnostic).
 
     Raises:
-        ReportError: ``max_answer_words`` or ``examples`` is negative.
+        ReportError: ``examples`` is negative.
     """
 
     def __init__(
         self,
         *,
         title: str,
-        max_answer_words: int = DEFAULT_MAX_ANSWER_WORDS,
         examples: int = DEFAULT_EXAMPLES,
         scorer: str | None = None,
+        schema_of: SchemaOf | None = None,
     ) -> None:
-        if max_answer_words < 0:
-            raise ReportError(f"max_answer_words must be 0 or more, got {max_answer_words}")
-        if examples < 0:
-            raise ReportError(f"examples must be 0 or more, got {examples}")
+        if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
+            raise ReportError(f"examples must be an int, 0 or more, got {examples!r}")
         self.title = title
-        self.max_answer_words = max_answer_words
         self.examples = examples
         self.scorer = scorer
         self.rows = 0
+        self._schema_of = schema_of
+        self._schemas: dict[str, Schema] = {}
+        self._kinds: dict[str, dict[str, str]] = {}
+        self._columns: dict[str, int] = {}
         self._files: set[str] = set()
         self._steps: dict[int | None, _Moments] = {}
         self._sources: dict[str, _Counts] = {}
-        self._worst = {indicator.key: _TopK(examples) for indicator in INDICATORS}
+        self._rates: dict[str, tuple[_TopK, _TopK]] = {}
+        self._largest: dict[str, _TopK] = {}
+        self._uniform = _TopK(examples)
         self._disagreeing = _TopK(examples)
         self._logged = self._agreeing = 0
         self._pairs: dict[tuple[float, float], int] | None = {}
         self._buckets: dict[tuple[int, int], int] = {}
+        self._experiments: dict[str, None] = {}
+        self._more_experiments = False
         self._open: Any = _NO_STEP
-        self._block: list[tuple[float | None, ...]] = []
+        self._block: list[tuple[tuple[tuple[str, float], ...], float | None]] = []
         self._block_sources: list[str] = []
         self._groups: dict[str, _Group] = {}
         self._closed: set[int | None] = set()
         self._reopened: set[int | None] = set()
         self._ungrouped = 0
-        self._charts: dict[str, bytes] | None = None
+        self._charts: dict[str, tuple[str, bytes]] | None = None
 
     # --------------------------------------------------------------------------- adding
 
     def add(self, stats: RowStats) -> None:
         """Fold one row into the aggregates (rows of one step are expected to be contiguous;
-        see the module docstring for a step that comes back)."""
+        see the module docstring for a step that comes back).
+
+        Raises:
+            ReportError: ``schema_of`` refused the row's data source (the message names it).
+        """
+        kinds = self._kinds_of(stats.data_source)
         if stats.step != self._open:
             self._switch(stats.step)
         self.rows += 1
         self._files.add(stats.file)
+        score = stats.score
         agreement = None
-        if stats.logged is not None and stats.score is not None:
-            agreement = self._compare(stats.logged, stats.score, stats)
-        values = cast("tuple[float | None, ...]", stats[_ROW_VALUES])
-        self._block.append((*values, agreement))
+        if stats.logged is not None and score is not None:
+            agreement = self._compare(stats.logged, score, stats)
+        rank = -math.inf if score is None else score
+        for key, value in stats.values:
+            if key not in self._columns:
+                self._columns[key] = len(self._columns) + len(ENGINE_SERIES)
+            kind = kinds.get(key, "diagnostic")
+            if kind == "rate":
+                self._rate_rows(key)[value != 0].offer(rank, stats)
+            elif kind in ("count", "length"):
+                largest = self._largest.get(key)
+                if largest is None:
+                    largest = self._largest[key] = _TopK(self.examples)
+                largest.offer(value, stats)
+        self._block.append((stats.values, agreement))
         self._block_sources.append(stats.data_source)
         if len(self._block) >= _BLOCK_ROWS:
             self._flush()
-        worst = self._worst
-        if stats.subem_gap:
-            worst["subem_gap"].offer(stats.answer_words, stats)
-        if stats.spam_penalized:
-            worst["spam_penalized"].offer(stats.answer_tags, stats)
-        if stats.over_long:
-            worst["over_long"].offer(stats.answer_words, stats)
-        if stats.refusal:
-            worst["refusal"].offer(stats.score or 0.0, stats)
-        if stats.many_candidates:
-            worst["many_candidates"].offer(stats.candidates, stats)
         if stats.group is not None:
             self._group(stats)
+        if stats.experiment is not None and stats.experiment not in self._experiments:
+            if len(self._experiments) < MAX_EXPERIMENTS:
+                self._experiments[stats.experiment] = None
+            else:
+                self._more_experiments = True
         self._charts = None
+
+    def _kinds_of(self, source: str) -> dict[str, str]:
+        kinds = self._kinds.get(source)
+        if kinds is None:
+            schema = SCORE_ONLY
+            if self._schema_of is not None:
+                try:
+                    schema = self._schema_of(source)
+                except RewardPluginsError as error:
+                    raise ReportError(
+                        f"no result schema for data source {printable(source)!r}: {error}"
+                    ) from None
+            self._schemas[source] = schema
+            kinds = self._kinds[source] = {item.key: item.kind for item in schema}
+        return kinds
+
+    def _rate_rows(self, key: str) -> tuple[_TopK, _TopK]:
+        rows = self._rates.get(key)
+        if rows is None:
+            rows = self._rates[key] = (_TopK(self.examples), _TopK(self.examples))
+        return rows
 
     def _compare(self, logged: float, score: float, stats: RowStats) -> float:
         self._logged += 1
@@ -572,8 +554,8 @@ class RunReport:
                 self._ungrouped += 1
             return
         group.size += 1
-        if group.answer is not None and stats.answer != group.answer:
-            group.answer = None
+        if group.score is not None and stats.score != group.score:
+            group.score = None
 
     def _switch(self, step: int | None) -> None:
         self._finish_step()
@@ -587,7 +569,13 @@ class RunReport:
         """Fold the buffered rows (all of the current step) into the aggregates."""
         if not self._block:
             return
-        values = np.array(self._block, dtype=float)  # None -> NaN
+        columns = self._columns
+        values = np.full((len(self._block), len(columns) + len(ENGINE_SERIES)), np.nan)
+        for row, (items, agreement) in enumerate(self._block):
+            if agreement is not None:
+                values[row, _ENGINE_COLUMNS[AGREEMENT]] = agreement
+            for key, value in items:
+                values[row, columns[key]] = value
         self._steps[self._open].add_block(values)
         sources = self._block_sources
         if len(set(sources)) == 1:
@@ -605,123 +593,236 @@ class RunReport:
         return counts
 
     def _finish_step(self) -> None:
-        """Flush the buffer and close the current step's groups into its repeated-answer rate."""
+        """Flush the buffer and close the current step's groups into its one-reward rate."""
         self._flush()
         if self._open is _NO_STEP:
             return
         moments = self._steps[self._open]
+        index = _ENGINE_COLUMNS[UNIFORM_REWARD]
         for group in self._groups.values():
             if group.size >= 2:
-                value = 0.0 if group.answer is None else 1.0
-                moments.add_value(_REPEATED, value)
-                self._source(group.first.data_source).add_value(_REPEATED, value)
-                if group.answer is not None:
-                    self._worst["repeated_answer"].offer(group.size, group.first)
+                value = 0.0 if group.score is None else 1.0
+                moments.add_value(index, value)
+                self._source(group.first.data_source).add_value(index, value)
+                if group.score is not None:
+                    self._uniform.offer(group.size, group.first)
         self._groups = {}
         self._closed.add(self._open)
         self._open = _NO_STEP
 
     # --------------------------------------------------------------------------- reading
 
+    def schema(self) -> Schema:
+        """The keys the report shows: every data source's declared keys that some row holds,
+        in declaration order (the first declaration of a key wins), then the keys rows hold
+        that no schema declares, as ``diagnostic``."""
+        return complete(union(self._schemas.values()), self._columns)
+
+    @property
+    def experiments(self) -> tuple[str, ...]:
+        """The distinct experiment names of the rows (at most :data:`MAX_EXPERIMENTS`)."""
+        return tuple(self._experiments)
+
+    @property
+    def full_title(self) -> str:
+        """The page title: ``title``, then the experiment names the rows carry."""
+        shown = [name for name in self._experiments if name != self.title]
+        if not shown:
+            return self.title
+        more = ", …" if self._more_experiments else ""
+        return f"{self.title} · experiment {', '.join(shown)}{more}"
+
     def per_step(self, series: str) -> dict[int | None, MeanCI]:
-        """The per-step means and bands of ``series`` (a key of :data:`SERIES`), as the curves
-        and the per-step table show them; steps without a value are left out.
+        """The per-step means and bands of ``series`` (a result key, or one of
+        :data:`ENGINE_SERIES`), as the curves and the per-step table show them; steps without
+        a value are left out.
 
         Raises:
-            ReportError: ``series`` is not a key of :data:`SERIES`.
+            ReportError: no row holds ``series``.
         """
-        index = _INDEX.get(series)
-        if index is None:
-            raise ReportError(f"unknown series {series!r}; valid: {', '.join(SERIES)}")
         self._finish_step()
+        index = self._index(series)
         bands = {step: moments.band(index) for step, moments in self._steps.items()}
         return {step: band for step, band in bands.items() if band.n}
 
-    def worst(self, indicator: str) -> list[RowStats]:
-        """The kept worst rows of ``indicator`` (a key of :data:`INDICATORS`, or
-        ``"disagreement"`` for logged vs re-scored), the worst first; for ``repeated_answer``
-        the first row of each group.
+    def overall(self, series: str) -> MeanCI:
+        """The mean of ``series`` over the run with its 95% bootstrap interval.
 
         Raises:
-            ReportError: ``indicator`` is unknown.
+            ReportError: no row holds ``series``.
         """
-        kept = self._disagreeing if indicator == "disagreement" else self._worst.get(indicator)
-        if kept is None:
-            raise ReportError(f"unknown indicator {indicator!r}")
         self._finish_step()
+        return self._overall().interval(self._index(series))
+
+    def worst(self, indicator: str) -> list[RowStats]:
+        """The example rows of ``indicator``, the worst first: for a ``count`` or ``length``
+        key the largest values; for a ``rate`` key those of :meth:`rate_examples`;
+        ``"disagreement"``: the largest logged vs re-scored differences;
+        :data:`UNIFORM_REWARD`: the first row of the largest one-reward groups.
+
+        Raises:
+            ReportError: ``indicator`` is none of these.
+        """
+        self._finish_step()
+        if indicator == "disagreement":
+            kept = self._disagreeing
+        elif indicator == UNIFORM_REWARD:
+            kept = self._uniform
+        elif indicator in self._rates:
+            return self.rate_examples(indicator).rows
+        elif indicator in self._largest:
+            kept = self._largest[indicator]
+        else:
+            raise ReportError(f"unknown indicator {indicator!r}")
         return [stats for _, stats in kept.best()]
+
+    def rate_examples(self, key: str) -> RateExamples:
+        """The example rows of rate key ``key``.
+
+        Raises:
+            ReportError: ``key`` is no rate key of any row.
+        """
+        self._finish_step()
+        rows = self._rates.get(key)
+        if rows is None:
+            raise ReportError(f"unknown rate {key!r}")
+        seen = self._overall().distribution(self._columns[key])
+        total = sum(seen.values())
+        fired = sum(count for value, count in seen.items() if value != 0)
+        value = 1.0 if fired <= total - fired else 0.0
+        share = (fired if value else total - fired) / total if total else math.nan
+        return RateExamples(value, share, [stats for _, stats in rows[int(value)].best()])
+
+    def _index(self, series: str) -> int:
+        index = _ENGINE_COLUMNS.get(series, self._columns.get(series))
+        if index is None:
+            valid = ", ".join([*ENGINE_SERIES, *self._columns])
+            raise ReportError(f"unknown series {series!r}; valid: {valid}")
+        return index
+
+    def _overall(self) -> _Counts:
+        overall = _Counts()
+        for counts in self._sources.values():
+            overall.merge(counts)
+        return overall
 
     # --------------------------------------------------------------------------- writing
 
     def write_html(self, path: Path) -> None:
-        """Write the page to ``path`` through a temporary file renamed onto it.
+        """Write the page to ``path`` through a temporary file renamed onto it
+        (:func:`reward_plugins.rescore.files.atomic_output`).
 
         Raises:
             ReportError: matplotlib is not installed.
+            PathError: the file cannot be written.
         """
-        _atomic_write(Path(path), self._page().encode("utf-8"))
+        page = self._page().encode("utf-8")
+        with atomic_output(Path(path)) as temporary:
+            temporary.write_bytes(page)
 
     def write_pngs(self, directory: Path) -> list[Path]:
-        """Write one ``{series}.png`` per chart into ``directory`` (created if missing) and
-        return their paths; none when the run has fewer than two steps (no curves).
+        """Write every chart of the page into ``directory`` (created if missing), one
+        ``{name}.png`` each (a result key's name, made safe for a file name, or an engine
+        series'), and return their paths.
 
         Raises:
             ReportError: matplotlib is not installed.
+            PathError: a file cannot be written.
         """
         charts = self._render()
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         paths = []
-        for key, png in charts.items():
-            path = directory / f"{key}.png"
-            _atomic_write(path, png)
+        for name, png in charts.values():
+            path = directory / f"{name}.png"
+            with atomic_output(path) as temporary:
+                temporary.write_bytes(png)
             paths.append(path)
         return paths
 
-    def _render(self) -> dict[str, bytes]:
-        """The charts, series key -> PNG, rendered once per set of rows."""
+    def _render(self) -> dict[str, tuple[str, bytes]]:
+        """The charts, chart id -> (file name, PNG), rendered once per set of rows."""
         self._finish_step()
         if self._charts is None:
-            self._charts = _render_charts(self._curve_steps(), self._steps)
+            self._charts = _render_charts(self._chart_plan())
         return self._charts
 
-    def _curve_steps(self) -> list[int]:
-        """The integer steps, sorted; curves need two of them."""
+    def _chart_plan(self) -> list[_Chart]:
+        """Every chart of the page, in page order: per-step curves of the reward and the
+        components, then per indicator its curve (and its distribution for counts and
+        lengths), then the engine's two series."""
         steps = sorted(step for step in self._steps if step is not None)
-        return steps if len(steps) >= 2 else []
+        if len(steps) < 2:
+            steps = []
+        overall = self._overall()
+        plan: list[_Chart] = []
+        names: set[str] = set()
+
+        def curve(chart_id: str, name: str, label: str, kind: str, index: int) -> None:
+            bands = [self._steps[step].band(index) for step in steps]
+            if any(band.n for band in bands):
+                plan.append(_Chart(chart_id, _unique(name, names), label, kind, steps, bands, {}))
+
+        schema = self.schema()
+        for item in schema:
+            if item.kind in CURVE_KINDS:
+                curve(f"step:{item.key}", item.key, item.label, item.kind, self._columns[item.key])
+        for item in schema:
+            if item.kind in INDICATOR_KINDS:
+                index = self._columns[item.key]
+                curve(f"step:{item.key}", item.key, item.label, item.kind, index)
+                seen = overall.distribution(index)
+                if item.kind != "rate" and seen:
+                    name = _unique(f"{item.key}_distribution", names)
+                    plan.append(
+                        _Chart(f"dist:{item.key}", name, item.label, item.kind, [], [], seen)
+                    )
+        for series in ENGINE_SERIES:
+            curve(
+                f"step:@{series}", series, _ENGINE_LABELS[series], "rate", _ENGINE_COLUMNS[series]
+            )
+        return plan
+
+    # ------------------------------------------------------------------------------ page
 
     def _page(self) -> str:
         charts = self._render()
-        overall = _Counts()
-        for counts in self._sources.values():
-            overall.merge(counts)
+        overall = self._overall()
+        schema = self.schema()
         parts = [
-            _HEAD.format(title=_e(self.title)),
-            self._header(),
-            self._steps_section(charts),
-            self._sources_section(overall),
+            _HEAD.format(title=_e(self.full_title)),
+            self._header(schema),
+            self._steps_section(charts, schema),
+            self._sources_section(overall, schema),
             self._agreement_section(charts),
-            self._indicators_section(charts, overall),
+            self._indicators_section(charts, overall, schema),
             "</body>\n</html>\n",
         ]
         return "".join(parts)
 
-    def _header(self) -> str:
+    def _header(self, schema: Schema) -> str:
         steps = [step for step in self._steps if step is not None]
         facts = [
-            f"{self.rows:,} rows",
-            f"{len(steps):,} steps" if steps else "no step column",
-            f"{len(self._sources):,} data sources",
-            f"{len(self._files):,} files",
+            _counted(self.rows, "row"),
+            _counted(len(steps), "step") if steps else "no step column",
+            _counted(len(self._sources), "data source"),
+            _counted(len(self._files), "file"),
         ]
         if self.scorer:
             facts.append(f"scorer <code>{_e(self.scorer)}</code>")
         facts.append(f"logged score on {self._logged:,} rows")
         notes = [
+            "Charts and tables follow the scorer's result schema: the reward and its components "
+            "per step; rates (on a 0 to 1 axis), counts and lengths as indicators; diagnostics "
+            "in the data-source tables only.",
             "Bands on the curves and intervals in the per-step table: 95% normal approximation, "
             "mean ± 1.96·s/√n clipped to the values' range. Intervals in the data-source and "
-            "indicator tables: 95% percentile bootstrap (1,000 resamples)."
+            "indicator tables: 95% percentile bootstrap (1,000 resamples).",
         ]
+        diagnostics = [item for item in schema if item.kind == "diagnostic"]
+        if diagnostics:
+            listed = ", ".join(f"<code>{_e(item.key)}</code>" for item in diagnostics)
+            notes.append(f"Diagnostics (tabulated, not charted): {listed}.")
         if self._reopened:
             notes.append(
                 f"Steps that came back after rows of other steps: {len(self._reopened):,}; their "
@@ -733,57 +834,71 @@ class RunReport:
                 f"{MAX_OPEN_GROUPS:,} distinct inputs in one step)."
             )
         return (
-            f"<header><h1>{_e(self.title)}</h1>\n<p class='facts'>{' · '.join(facts)}</p>\n"
+            f"<header><h1>{_e(self.full_title)}</h1>\n<p class='facts'>{' · '.join(facts)}</p>\n"
             + "".join(f"<p class='note'>{note}</p>\n" for note in notes)
             + "</header>\n"
         )
 
-    def _steps_section(self, charts: Mapping[str, bytes]) -> str:
+    def _charted(self, schema: Schema) -> list[tuple[str, str, int]]:
+        """``(key, label, column)`` of every charted series, in page order."""
+        keys = [item for item in schema if item.kind in CURVE_KINDS]
+        keys += [item for item in schema if item.kind in INDICATOR_KINDS]
+        return [(item.key, item.label, self._columns[item.key]) for item in keys] + [
+            (series, _ENGINE_LABELS[series], _ENGINE_COLUMNS[series]) for series in ENGINE_SERIES
+        ]
+
+    def _steps_section(self, charts: Mapping[str, tuple[str, bytes]], schema: Schema) -> str:
         out = ["<section id='steps'><h2>Per step</h2>\n"]
-        shown = [series for series in _METRICS if series.key in charts]
+        shown = [
+            (f"step:{item.key}", item.label)
+            for item in schema
+            if item.kind in CURVE_KINDS and f"step:{item.key}" in charts
+        ]
         if shown:
-            out.append(_figures(charts, ((series.key, series.label) for series in shown)))
-        else:
+            out.append(_figures(charts, shown))
+        elif len([step for step in self._steps if step is not None]) < 2:
             out.append("<p>Fewer than two steps: no curves; the table holds the values.</p>\n")
         present = [
-            (index, series)
-            for index, series in enumerate(_SERIES)
-            if any(moments.n[index] for moments in self._steps.values())
+            (label, index)
+            for _, label, index in self._charted(schema)
+            if any(index < m.n.size and m.n[index] for m in self._steps.values())
         ]
         out.append(f"<details{'' if shown else ' open'}><summary>Per-step table</summary>\n")
         out.append("<div class='wide'><table>\n<tr><th>step</th><th>rows</th>")
-        out.extend(f"<th>{_e(series.label)}</th>" for _, series in present)
+        out.extend(f"<th>{_e(label)}</th>" for label, _ in present)
         out.append("</tr>\n")
         for step in sorted(self._steps, key=lambda s: (s is None, s or 0)):
             moments = self._steps[step]
             out.append(f"<tr><td>{'(none)' if step is None else step}</td><td>{moments.rows}</td>")
-            for index, series in present:
-                out.append(f"<td>{_interval(moments.band(index), series.digits)}</td>")
+            out.extend(f"<td>{_interval(moments.band(index))}</td>" for _, index in present)
             out.append("</tr>\n")
         out.append("</table></div></details>\n</section>\n")
         return "".join(out)
 
-    def _sources_section(self, overall: _Counts) -> str:
+    def _sources_section(self, overall: _Counts, schema: Schema) -> str:
         out = ["<section id='sources'><h2>Per data source</h2>\n"]
         tables = [(source, self._sources[source]) for source in sorted(self._sources)]
         if len(tables) > 1:
             tables.append(("all data sources", overall))
+        series = [(item.label, item.kind, self._columns[item.key]) for item in schema]
+        series += [(_ENGINE_LABELS[s], "rate", _ENGINE_COLUMNS[s]) for s in ENGINE_SERIES]
         for name, counts in tables:
             out.append(f"<h3>{_e(name)}</h3>\n<p>{counts.rows:,} rows</p>\n<table>\n")
-            out.append("<tr><th>series</th><th>n</th><th>mean</th><th>95% CI</th></tr>\n")
-            for index, series in enumerate(_SERIES):
+            out.append(
+                "<tr><th>series</th><th>kind</th><th>n</th><th>mean</th><th>95% CI</th></tr>\n"
+            )
+            for label, kind, index in series:
                 interval = counts.interval(index)
                 if interval.n:
                     out.append(
-                        f"<tr><td>{_e(series.label)}</td><td>{interval.n:,}</td>"
-                        f"<td>{_fmt(interval.mean, series.digits)}</td>"
-                        f"<td>{_fmt(interval.low, series.digits)} &ndash; "
-                        f"{_fmt(interval.high, series.digits)}</td></tr>\n"
+                        f"<tr><td>{_e(label)}</td><td>{kind}</td><td>{interval.n:,}</td>"
+                        f"<td>{_fmt(interval.mean)}</td>"
+                        f"<td>{_fmt(interval.low)} &ndash; {_fmt(interval.high)}</td></tr>\n"
                     )
             out.append("</table>\n")
         return "".join(out) + "</section>\n"
 
-    def _agreement_section(self, charts: Mapping[str, bytes]) -> str:
+    def _agreement_section(self, charts: Mapping[str, tuple[str, bytes]]) -> str:
         out = ["<section id='agreement'><h2>Logged vs re-scored</h2>\n"]
         if not self._logged:
             out.append(
@@ -797,19 +912,19 @@ class RunReport:
             f"tolerance of {AGREEMENT_REL_TOL:g}.</p>\n"
         )
         out.append(self._confusion())
-        if "agreement" in charts:
-            out.append(_figures(charts, [("agreement", "share of rows where logged = re-scored")]))
+        if f"step:@{AGREEMENT}" in charts:
+            out.append(_figures(charts, [(f"step:@{AGREEMENT}", _ENGINE_LABELS[AGREEMENT])]))
         rows = self._disagreeing.best()
         if rows:
             out.append("<h3>Disagreeing rows (largest difference first)</h3>\n<table>\n")
             out.append(
                 "<tr><th>row</th><th>step</th><th>data source</th><th>logged</th>"
-                "<th>re-scored</th><th>answer</th></tr>\n"
+                "<th>re-scored</th><th>response (end)</th></tr>\n"
             )
             for _, stats in rows:
                 out.append(
                     f"<tr>{_where(stats)}<td>{_g(stats.logged)}</td><td>{_g(stats.score)}</td>"
-                    f"{_answer_cell(stats)}</tr>\n"
+                    f"{_response_cell(stats)}</tr>\n"
                 )
             out.append("</table>\n")
         return "".join(out) + "</section>\n"
@@ -841,41 +956,117 @@ class RunReport:
             out.append("</tr>\n")
         return "".join(out) + "</table>\n"
 
-    def _indicators_section(self, charts: Mapping[str, bytes], overall: _Counts) -> str:
+    def _indicators_section(
+        self, charts: Mapping[str, tuple[str, bytes]], overall: _Counts, schema: Schema
+    ) -> str:
+        indicators = [item for item in schema if item.kind in INDICATOR_KINDS]
         out = [
-            "<section id='indicators'><h2>Reward-hacking indicators</h2>\n",
-            f"<p>The answer is the last <code>&lt;answer&gt;…&lt;/answer&gt;</code> span; "
-            f"<code>max_answer_words</code> = {self.max_answer_words}.</p>\n<table>\n",
-            "<tr><th>indicator</th><th>rule</th><th>n</th><th>rate</th><th>95% CI</th></tr>\n",
+            "<section id='indicators'><h2>Indicators</h2>\n",
+            "<p>The scorer's rates, counts and lengths, and the GRPO groups whose rows all got "
+            "one reward (GRPO learns nothing from them: every advantage is 0).</p>\n<table>\n",
+            "<tr><th>indicator</th><th>key</th><th>kind</th><th>n</th><th>mean</th>"
+            "<th>95% CI</th><th>max</th></tr>\n",
         ]
-        for indicator in INDICATORS:
-            interval = overall.interval(_INDEX[indicator.key])
+        rows = [(item.label, item.key, item.kind, self._columns[item.key]) for item in indicators]
+        rows.append((_ENGINE_LABELS[UNIFORM_REWARD], UNIFORM_REWARD, "rate", 1))
+        for label, key, kind, index in rows:
+            interval = overall.interval(index)
+            seen = overall.distribution(index)
             out.append(
-                f"<tr><td>{_e(indicator.label)}</td><td>{_rule(indicator.rule)}</td>"
-                f"<td>{interval.n:,}</td><td>{_fmt(interval.mean, 3)}</td>"
-                f"<td>{_fmt(interval.low, 3)} &ndash; {_fmt(interval.high, 3)}</td></tr>\n"
+                f"<tr><td><a href='#{_e(_anchor(key))}'>{_e(label)}</a></td>"
+                f"<td><code>{_e(key)}</code></td><td>{kind}</td><td>{interval.n:,}</td>"
+                f"<td>{_fmt(interval.mean)}</td>"
+                f"<td>{_fmt(interval.low)} &ndash; {_fmt(interval.high)}</td>"
+                f"<td>{_g(max(seen)) if seen else '&ndash;'}</td></tr>\n"
             )
         out.append("</table>\n")
-        for indicator in INDICATORS:
-            out.append(f"<h3 id='{indicator.key}'>{_e(indicator.label)}</h3>\n")
-            if indicator.key in charts:
-                out.append(_figures(charts, [(indicator.key, indicator.label)]))
-            worst = self._worst[indicator.key].best()
-            if not worst:
-                out.append("<p>No flagged rows.</p>\n")
-                continue
-            out.append(f"<table>\n<caption>worst rows: {_e(indicator.ranked_by)}</caption>\n")
+        for item in indicators:
+            out.append(f"<h3 id='{_e(_anchor(item.key))}'>{_e(item.label)}</h3>\n")
+            shown = [(f"step:{item.key}", item.label), (f"dist:{item.key}", item.label)]
+            shown = [(chart, label) for chart, label in shown if chart in charts]
+            if shown:
+                out.append(_figures(charts, shown))
+            if item.kind == "rate":
+                out.append(self._rate_table(item))
+            else:
+                out.append(self._largest_table(item))
+        out.append(f"<h3 id='{_anchor(UNIFORM_REWARD)}'>{_ENGINE_LABELS[UNIFORM_REWARD]}</h3>\n")
+        out.append(
+            "<p>Among the GRPO groups of a step (its rows with an identical <code>input</code>) "
+            "that hold 2 rows or more, the share whose rows all have the same re-scored "
+            "<code>score</code>.</p>\n"
+        )
+        if f"step:@{UNIFORM_REWARD}" in charts:
             out.append(
-                "<tr><th>row</th><th>step</th><th>data source</th>"
-                f"<th>{_e(indicator.value_label)}</th><th>answer</th></tr>\n"
+                _figures(charts, [(f"step:@{UNIFORM_REWARD}", _ENGINE_LABELS[UNIFORM_REWARD])])
             )
-            for key, stats in worst:
-                out.append(f"<tr>{_where(stats)}<td>{_g(key)}</td>{_answer_cell(stats)}</tr>\n")
+        groups = self._uniform.best()
+        if not groups:
+            out.append("<p>No group of 2 rows or more got one reward.</p>\n")
+        else:
+            out.append(_table_head("largest group first; its first row", "rows in group"))
+            for size, stats in groups:
+                out.append(_example_row(stats, size))
             out.append("</table>\n")
         return "".join(out) + "</section>\n"
 
+    def _rate_table(self, item: ResultKey) -> str:
+        examples = self.rate_examples(item.key)
+        value = _g(examples.value)
+        if not examples.rows:
+            return f"<p>No row has {_e(item.label)} = {value}.</p>\n"
+        rarer = "rarer value" if examples.share < 0.5 else "value as frequent as the other"
+        caption = (
+            f"rows where {item.label} = {value} (the {rarer}: {examples.share:.1%} of the rows "
+            "with the key), highest reward first"
+        )
+        out = [_table_head(caption, item.label)]
+        out.extend(_example_row(stats, examples.value) for stats in examples.rows)
+        return "".join(out) + "</table>\n"
+
+    def _largest_table(self, item: ResultKey) -> str:
+        kept = self._largest.get(item.key)
+        rows = kept.best() if kept is not None else []
+        if not rows:
+            return "<p>No example rows.</p>\n"
+        out = [_table_head(f"largest {item.label} first", item.label)]
+        out.extend(_example_row(stats, value) for value, stats in rows)
+        return "".join(out) + "</table>\n"
+
 
 # ---------------------------------------------------------------------------------- charts
+
+
+class _Chart(NamedTuple):
+    """One chart: a per-step curve (``steps`` and ``bands``) or a distribution (``counts``)."""
+
+    chart_id: str
+    name: str
+    label: str
+    kind: str
+    steps: Sequence[int]
+    bands: Sequence[MeanCI]
+    counts: Mapping[float, int]
+
+
+def value_axis(kind: str, low: float, high: float) -> tuple[float, float] | None:
+    """The y-axis of a per-step curve of a series of ``kind`` whose bands span ``low`` to
+    ``high``: a rate on [0, 1]; a count or a length from 0; a reward or a component on
+    [0, 1] when its values lie there; ``None`` (matplotlib's own) otherwise.
+
+    Example:
+        >>> value_axis("rate", 0.0, 0.0), value_axis("count", 0.0, 3.0)
+        ((0.0, 1.0), (0.0, 3.15))
+        >>> value_axis("component", 0.2, 0.9), value_axis("reward", -1.0, 1.0)
+        ((0.0, 1.0), None)
+    """
+    if kind == "rate":
+        return (0.0, 1.0)
+    if kind in ("count", "length"):
+        return (0.0, max(high * 1.05, 1.0))
+    if low >= 0.0 and high <= 1.0:
+        return (0.0, 1.0)
+    return None
 
 
 def require_plotting() -> None:
@@ -892,37 +1083,69 @@ def require_plotting() -> None:
         ) from None
 
 
-def _render_charts(
-    steps: Sequence[int], moments: Mapping[int | None, _Moments]
-) -> dict[str, bytes]:
-    """One PNG per series that has a value at some step of ``steps`` (none for no steps)."""
+_COLORS = {"reward": "#1f77b4", "component": "#1f77b4", "rate": "#c0392b"}
+
+
+def _render_charts(plan: Sequence[_Chart]) -> dict[str, tuple[str, bytes]]:
+    """Each chart of ``plan`` as a PNG (its title the label, its y-axis range in its
+    ``Description`` text chunk, e.g. ``y from 0 to 1``)."""
     require_plotting()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    charts: dict[str, bytes] = {}
-    if not steps:
-        return charts
-    x = np.array(steps, dtype=float)
-    for index, series in enumerate(_SERIES):
-        bands = [moments[step].band(index) for step in steps]
-        if not any(band.n for band in bands):
-            continue
-        mean, low, high = (np.array([band[i] for band in bands]) for i in range(3))
+    charts: dict[str, tuple[str, bytes]] = {}
+    for chart in plan:
         figure = Figure(figsize=(6.4, 3.2), dpi=100)
         FigureCanvasAgg(figure)  # Agg explicitly: no GUI backend, no pyplot state
         figure.subplots_adjust(left=0.1, right=0.97, top=0.9, bottom=0.15)
         axes = figure.add_subplot()
-        color = "#1f77b4" if series in _METRICS else "#c0392b"
-        axes.fill_between(x, low, high, color=color, alpha=0.25, linewidth=0)
-        axes.plot(x, mean, color=color, linewidth=1.5, marker="o" if len(x) <= 60 else "")
-        axes.set_title(series.label)
-        axes.set_xlabel("step")
+        color = _COLORS.get(chart.kind, "#8e44ad")
+        if chart.counts:
+            values = np.fromiter(chart.counts.keys(), float, len(chart.counts))
+            weights = np.fromiter(chart.counts.values(), float, len(chart.counts))
+            if len(values) <= 40 and np.all(values == np.round(values)):
+                axes.bar(values, weights, width=0.8, color=color)
+            else:
+                axes.hist(values, bins=30, weights=weights, color=color)
+            axes.set_title(f"{chart.label}: distribution over the run")
+            axes.set_ylabel("rows")
+            axes.set_xlabel(chart.label)
+        else:
+            x = np.array(chart.steps, dtype=float)
+            mean, low, high = (np.array([band[i] for band in chart.bands]) for i in range(3))
+            axes.fill_between(x, low, high, color=color, alpha=0.25, linewidth=0)
+            axes.plot(
+                x, mean, color=color, linewidth=1.5, marker="o" if len(x) <= 60 else "",
+                clip_on=False,
+            )  # fmt: skip
+            limits = value_axis(chart.kind, float(np.nanmin(low)), float(np.nanmax(high)))
+            if limits is not None:
+                axes.set_ylim(*limits)
+            axes.set_title(chart.label)
+            axes.set_xlabel("step")
         axes.grid(alpha=0.3)
+        bottom, top = axes.get_ylim()
         buffer = io.BytesIO()
-        figure.savefig(buffer, format="png")
-        charts[series.key] = buffer.getvalue()
+        figure.savefig(
+            buffer,
+            format="png",
+            metadata={"Title": chart.label, "Description": f"y from {bottom:g} to {top:g}"},
+        )
+        charts[chart.chart_id] = (chart.name, buffer.getvalue())
     return charts
+
+
+def _unique(key: str, taken: set[str]) -> str:
+    """A file name for ``key``: letters, digits, ``_``, ``-`` and ``.`` kept, any other
+    character as ``_``, not starting with ``.``, and ``_2``, ``_3``... added to one already
+    taken."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", key).lstrip(".") or "key"
+    candidate, number = name, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{name}_{number}"
+    taken.add(candidate)
+    return candidate
 
 
 # ------------------------------------------------------------------------------------ HTML
@@ -943,13 +1166,13 @@ h2 {{ border-bottom: 1px solid #ccc; margin-top: 2rem; }}
 .note {{ color: #555; font-size: .9rem; }}
 .charts {{ display: flex; flex-wrap: wrap; gap: .75rem; }}
 figure {{ margin: 0; }}
-img.chart {{ width: 640px; max-width: 100%; height: auto; display: block; }}
+img.chart {{ width: 620px; max-width: 100%; height: auto; display: block; }}
 table {{ border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }}
 th, td {{ border: 1px solid #ddd; padding: .25rem .5rem; text-align: left;
           vertical-align: top; }}
 caption {{ text-align: left; color: #555; padding: .2rem 0; }}
-td.answer {{ font-family: ui-monospace, monospace; white-space: pre-wrap;
-             word-break: break-word; max-width: 40rem; }}
+td.response {{ font-family: ui-monospace, monospace; white-space: pre-wrap;
+               word-break: break-word; max-width: 40rem; }}
 .muted {{ color: #888; }}
 .wide {{ overflow-x: auto; }}
 code {{ background: #f4f4f4; padding: 0 .2rem; }}
@@ -959,15 +1182,33 @@ code {{ background: #f4f4f4; padding: 0 .2rem; }}
 """
 
 
-def _figures(charts: Mapping[str, bytes], shown: Iterable[tuple[str, str]]) -> str:
-    """A ``<figure>`` per ``(series key, alt text)`` of ``shown``, its PNG from ``charts``
+def _figures(charts: Mapping[str, tuple[str, bytes]], shown: Iterable[tuple[str, str]]) -> str:
+    """A ``<figure>`` per ``(chart id, alt text)`` of ``shown``, its PNG from ``charts``
     embedded as a base64 data URI (the PNG holds its own title)."""
     figures = "".join(
         f"<figure><img class='chart' alt='{_e(caption)}' src='data:image/png;base64,"
-        f"{base64.b64encode(charts[key]).decode('ascii')}'></figure>\n"
-        for key, caption in shown
+        f"{base64.b64encode(charts[chart][1]).decode('ascii')}'></figure>\n"
+        for chart, caption in shown
     )
     return f"<div class='charts'>\n{figures}</div>\n"
+
+
+def _table_head(caption: str, value_label: str) -> str:
+    return (
+        f"<table>\n<caption>{_e(caption)}</caption>\n<tr><th>row</th><th>step</th>"
+        f"<th>data source</th><th>{_e(value_label)}</th><th>reward</th>"
+        "<th>response (end)</th></tr>\n"
+    )
+
+
+def _example_row(stats: RowStats, value: float) -> str:
+    return f"<tr>{_where(stats)}<td>{_g(value)}</td><td>{_g(stats.score)}</td>" + (
+        f"{_response_cell(stats)}</tr>\n"
+    )
+
+
+def _anchor(key: str) -> str:
+    return "indicator-" + re.sub(r"[^A-Za-z0-9_-]", "_", key)
 
 
 def _e(text: str) -> str:
@@ -975,25 +1216,20 @@ def _e(text: str) -> str:
     return html.escape(printable(text), quote=True)
 
 
-def _rule(rule: str) -> str:
-    """A rule's text as HTML, its backquoted names as ``<code>``."""
-    return re.sub(r"`([^`]*)`", r"<code>\1</code>", _e(rule))
-
-
-def _fmt(value: float, digits: int) -> str:
-    return "&ndash;" if math.isnan(value) else f"{value:,.{digits}f}"
+def _fmt(value: float) -> str:
+    return "&ndash;" if math.isnan(value) else f"{value:,.3f}"
 
 
 def _g(value: float | None) -> str:
     return "&ndash;" if value is None else f"{value:.6g}"
 
 
-def _interval(interval: MeanCI, digits: int) -> str:
+def _interval(interval: MeanCI) -> str:
     if not interval.n:
         return "&ndash;"
     return (
-        f"{_fmt(interval.mean, digits)} <span class='muted'>"
-        f"({_fmt(interval.low, digits)}&ndash;{_fmt(interval.high, digits)})</span>"
+        f"{_fmt(interval.mean)} <span class='muted'>"
+        f"({_fmt(interval.low)}&ndash;{_fmt(interval.high)})</span>"
     )
 
 
@@ -1004,26 +1240,13 @@ def _where(stats: RowStats) -> str:
     )
 
 
-def _answer_cell(stats: RowStats) -> str:
-    if stats.answer is None:
-        return (
-            "<td class='answer'><span class='muted'>no answer; the response ends:</span> "
-            f"{_e(stats.excerpt)}</td>"
-        )
-    return f"<td class='answer'>{_e(stats.excerpt) or '<span class=muted>(empty)</span>'}</td>"
+def _response_cell(stats: RowStats) -> str:
+    return f"<td class='response'>{_e(stats.excerpt) or '<span class=muted>(empty)</span>'}</td>"
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _sign(value: float) -> int:
     return (value > 0) - (value < 0)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it onto ``path``."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        with temporary.open("xb") as out:  # the umask's permissions, unlike mkstemp's 0600
-            out.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
