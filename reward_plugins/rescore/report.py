@@ -282,6 +282,10 @@ class _Moments:
     def add_block(self, values: np.ndarray) -> None:
         """Add rows of values, one column per series (NaN where a row has no value)."""
         self._widen(values.shape[1])
+        with np.errstate(over="ignore", invalid="ignore"):  # huge values: an infinite spread
+            self._add_block(values)
+
+    def _add_block(self, values: np.ndarray) -> None:
         present = ~np.isnan(values)
         filled = np.where(present, values, 0.0)
         columns = slice(0, values.shape[1])
@@ -1055,8 +1059,8 @@ def value_axis(kind: str, low: float, high: float) -> tuple[float, float] | None
     [0, 1] when its values lie there; ``None`` (matplotlib's own) otherwise.
 
     Example:
-        >>> value_axis("rate", 0.0, 0.0), value_axis("count", 0.0, 3.0)
-        ((0.0, 1.0), (0.0, 3.15))
+        >>> value_axis("rate", 0.0, 0.0), value_axis("count", 0.0, 20.0)
+        ((0.0, 1.0), (0.0, 21.0))
         >>> value_axis("component", 0.2, 0.9), value_axis("reward", -1.0, 1.0)
         ((0.0, 1.0), None)
     """
