@@ -487,12 +487,15 @@ def test_block_repetition_worked_example() -> None:
 # ---------------------------------------------------------------------- answer_list_penalty
 
 
-def test_the_report_uses_the_one_rule() -> None:
+def test_the_term_uses_the_one_rule() -> None:
+    """The rule lives in ``reward_plugins.text.answers``; the report parses no answer (it shows
+    the term's ``candidates`` key)."""
+    from reward_plugins.plugins import shaping
     from reward_plugins.rescore import report
 
-    assert report.count_candidates is answers.count_candidates is count_candidates
-    assert report.MIN_CANDIDATES == answers.MIN_CANDIDATES == MIN_CANDIDATES == 3
-    assert not hasattr(report, "_SEPARATORS")
+    assert shaping.count_candidates is answers.count_candidates is count_candidates
+    assert shaping.MIN_CANDIDATES == answers.MIN_CANDIDATES == MIN_CANDIDATES == 3
+    assert not hasattr(report, "count_candidates")
 
 
 @pytest.mark.parametrize(
