@@ -1096,6 +1096,7 @@ def _render_charts(plan: Sequence[_Chart]) -> dict[str, tuple[str, bytes]]:
     require_plotting()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     charts: dict[str, tuple[str, bytes]] = {}
     for chart in plan:
@@ -1109,6 +1110,7 @@ def _render_charts(plan: Sequence[_Chart]) -> dict[str, tuple[str, bytes]]:
             weights = np.fromiter(chart.counts.values(), float, len(chart.counts))
             if len(values) <= 40 and np.all(values == np.round(values)):
                 axes.bar(values, weights, width=0.8, color=color)
+                axes.xaxis.set_major_locator(MaxNLocator(integer=True))
             else:
                 axes.hist(values, bins=30, weights=weights, color=color)
             axes.set_title(f"{chart.label}: distribution over the run")
@@ -1127,6 +1129,7 @@ def _render_charts(plan: Sequence[_Chart]) -> dict[str, tuple[str, bytes]]:
                 axes.set_ylim(*limits)
             axes.set_title(chart.label)
             axes.set_xlabel("step")
+            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.grid(alpha=0.3)
         bottom, top = axes.get_ylim()
         buffer = io.BytesIO()
