@@ -481,22 +481,10 @@ class RunReport:
             self._switch(stats.step)
         self.rows += 1
         self._files.add(stats.file)
-        score = stats.score
         agreement = None
-        if stats.logged is not None and score is not None:
-            agreement = self._compare(stats.logged, score, stats)
-        rank = -math.inf if score is None else score
-        for key, value in stats.values:
-            if key not in self._columns:
-                self._columns[key] = len(self._columns) + len(ENGINE_SERIES)
-            kind = kinds.get(key, "diagnostic")
-            if kind == "rate":
-                self._rate_rows(key)[value != 0].offer(rank, stats)
-            elif kind in ("count", "length"):
-                largest = self._largest.get(key)
-                if largest is None:
-                    largest = self._largest[key] = _TopK(self.examples)
-                largest.offer(value, stats)
+        if stats.logged is not None and stats.score is not None:
+            agreement = self._compare(stats.logged, stats.score, stats)
+        self._keep_examples(stats, kinds)
         self._block.append((stats.values, agreement))
         self._block_sources.append(stats.data_source)
         if len(self._block) >= _BLOCK_ROWS:
@@ -509,6 +497,22 @@ class RunReport:
             else:
                 self._more_experiments = True
         self._charts = None
+
+    def _keep_examples(self, stats: RowStats, kinds: Mapping[str, str]) -> None:
+        """Give each key a column, and offer the row to its rate's or count's examples."""
+        score = stats.score
+        rank = -math.inf if score is None else score
+        for key, value in stats.values:
+            if key not in self._columns:
+                self._columns[key] = len(self._columns) + len(ENGINE_SERIES)
+            kind = kinds.get(key, "diagnostic")
+            if kind == "rate":
+                self._rate_rows(key)[value != 0].offer(rank, stats)
+            elif kind in ("count", "length"):
+                largest = self._largest.get(key)
+                if largest is None:
+                    largest = self._largest[key] = _TopK(self.examples)
+                largest.offer(value, stats)
 
     def _kinds_of(self, source: str) -> dict[str, str]:
         kinds = self._kinds.get(source)
