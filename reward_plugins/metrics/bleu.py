@@ -65,6 +65,7 @@ from reward_plugins.metrics.base import (
     reject_without_compat,
     statistics_vector,
 )
+from reward_plugins.metrics.ngrams import clipped_overlap, ngram_counts, ngrams
 
 MAX_ORDER = 4
 """The order of ``bleu_4`` and the default ``max_ngram_order`` of ``bleu``."""
@@ -101,21 +102,11 @@ class BleuStats(NamedTuple):
     total: tuple[int, ...]
 
 
-def _ngrams(tokens: list[str], order: int) -> Iterable[Any]:
-    """The n-grams of ``tokens`` of one order: the tokens themselves for 1, tuples above.
-
-    ``zip`` over shifted lists builds the tuples in C, much faster than slicing one at a time.
-    """
-    if order == 1:
-        return tokens
-    return zip(*(tokens[offset:] for offset in range(order)), strict=False)
-
-
 def _max_counts_hashed(references: list[list[str]], order: int) -> Counter[Any]:
     """Counts of the n-grams of one order, the maximum over the references."""
-    merged = Counter(_ngrams(references[0], order))
+    merged = ngram_counts(references[0], order)
     for reference in references[1:]:
-        for key, count in Counter(_ngrams(reference, order)).items():
+        for key, count in ngram_counts(reference, order).items():
             if count > merged[key]:
                 merged[key] = count
     return merged
@@ -132,8 +123,8 @@ def _clipped_matches_hashed(
     correct = []
     for order in range(1, max_order + 1):
         reference = _max_counts_hashed(references, order)
-        matched = Counter(filter(reference.__contains__, _ngrams(prediction, order)))
-        correct.append(sum(map(min, matched.values(), map(reference.__getitem__, matched))))
+        matched = Counter(filter(reference.__contains__, ngrams(prediction, order)))
+        correct.append(clipped_overlap(matched, reference))
     return correct
 
 
