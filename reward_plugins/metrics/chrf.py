@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from itertools import accumulate
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +60,7 @@ from reward_plugins.metrics.base import (
     coerce_targets,
     corpus_from_statistics,
     statistics_vector,
+    takes_options_of,
 )
 from reward_plugins.metrics.ngrams import clipped_overlap, compiled_ngram_matches, ngram_counts
 
@@ -433,48 +435,19 @@ class Chrf(Metric):
         return corpus_from_statistics(self, predictions, references, width)
 
 
-def chrf(
-    prediction: str,
-    targets: Targets,
-    *,
-    char_order: int = 6,
-    word_order: int = 0,
-    beta: int = 2,
-    lowercase: bool = False,
-    whitespace: bool = False,
-    eps_smoothing: bool = False,
-    compat: str | None = None,
-) -> float:
+@takes_options_of(Chrf)
+def chrf(prediction: str, targets: Targets, **options: Any) -> float:
     """Sentence chrF (chrF++ with ``word_order=2``) on a 0-1 scale. See :class:`Chrf`.
 
     Example:
         >>> chrf("the cat sat on the mat", ["the cat sat on a mat"], word_order=2)
         0.7203039245302905
     """
-    metric = Chrf(
-        char_order=char_order,
-        word_order=word_order,
-        beta=beta,
-        lowercase=lowercase,
-        whitespace=whitespace,
-        eps_smoothing=eps_smoothing,
-        compat=compat,
-    )
-    return metric(prediction, targets)
+    return Chrf(**options)(prediction, targets)
 
 
-def corpus_chrf(
-    predictions: Sequence[str],
-    references: Sequence[Targets],
-    *,
-    char_order: int = 6,
-    word_order: int = 0,
-    beta: int = 2,
-    lowercase: bool = False,
-    whitespace: bool = False,
-    eps_smoothing: bool = False,
-    compat: str | None = None,
-) -> float:
+@takes_options_of(Chrf)
+def corpus_chrf(predictions: Sequence[str], references: Sequence[Targets], **options: Any) -> float:
     """Corpus chrF on a 0-1 scale; ``references[i]`` holds the reference(s) of prediction i.
 
     Equals ``sacrebleu.corpus_chrf(predictions, streams, ...).score / 100`` (``streams[k][i]``
@@ -484,13 +457,4 @@ def corpus_chrf(
         >>> corpus_chrf(["the cat sat", "hello"], [["the cat sat"], ["hello there"]])
         0.670163869199753
     """
-    metric = Chrf(
-        char_order=char_order,
-        word_order=word_order,
-        beta=beta,
-        lowercase=lowercase,
-        whitespace=whitespace,
-        eps_smoothing=eps_smoothing,
-        compat=compat,
-    )
-    return metric.corpus_score(predictions, references)
+    return Chrf(**options).corpus_score(predictions, references)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import numbers
 from abc import abstractmethod
 from collections import Counter
-from typing import ClassVar, Generic, NamedTuple, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from rapidfuzz.distance import LCSseq
 
@@ -63,6 +63,7 @@ from reward_plugins.metrics.base import (
     f_measure,
     reject_with_compat,
     reject_without_compat,
+    takes_options_of,
 )
 from reward_plugins.metrics.ngrams import NGrams, compiled_ngram_matches, ngram_overlap
 from reward_plugins.metrics.ngrams import ngram_matches as ngram_matches
@@ -586,138 +587,59 @@ class RougeLsum(RougeMetric[_Summary]):
 
 
 # --- free functions --------------------------------------------------------------------------
-def rouge_n(
-    prediction: str,
-    targets: Targets,
-    *,
-    n: int | None = None,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-) -> float:
+@takes_options_of(RougeN)
+def rouge_n(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-N of order ``n`` (required), best target by F. See :class:`RougeN` for the options.
 
     Example:
         >>> rouge_n("a b c d", "a b x d", n=2, measure="p")
         0.3333333333333333
     """
-    metric = RougeN(
-        n=n,
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-    )
-    return metric(prediction, targets)
+    return RougeN(**options)(prediction, targets)
 
 
-def rouge_1(
-    prediction: str,
-    targets: Targets,
-    *,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-) -> float:
+@takes_options_of(Rouge1)
+def rouge_1(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-1, best target by F. See :class:`RougeN` for the options.
 
     Example:
         >>> rouge_1("testing", "testing one two", measure="r", compat="rouge_score")
         0.3333333333333333
     """
-    metric = Rouge1(
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-    )
-    return metric(prediction, targets)
+    return Rouge1(**options)(prediction, targets)
 
 
-def rouge_2(
-    prediction: str,
-    targets: Targets,
-    *,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-) -> float:
+@takes_options_of(Rouge2)
+def rouge_2(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-2, best target by F. See :class:`RougeN` for the options.
 
     Example:
         >>> rouge_2("testing one", "testing one two", compat="rouge_score")
         0.6666666666666666
     """
-    metric = Rouge2(
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-    )
-    return metric(prediction, targets)
+    return Rouge2(**options)(prediction, targets)
 
 
-def rouge_l(
-    prediction: str,
-    targets: Targets,
-    *,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-) -> float:
+@takes_options_of(RougeL)
+def rouge_l(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-L, best target by F. See :class:`RougeL` for the options.
 
     Example:
         >>> rouge_l("a b c", ["c b a", "a x c"])
         0.6666666666666666
     """
-    metric = RougeL(
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-    )
-    return metric(prediction, targets)
+    return RougeL(**options)(prediction, targets)
 
 
-def rouge_lsum(
-    prediction: str,
-    targets: Targets,
-    *,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-    split_summaries: bool | None = None,
-) -> float:
+@takes_options_of(RougeLsum)
+def rouge_lsum(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-Lsum, best target by F. See :class:`RougeLsum` for the options.
 
     Example:
         >>> rouge_lsum("Second sentence.\\nFirst sentence.", "First sentence.\\nSecond sentence.")
         1.0
     """
-    metric = RougeLsum(
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-        split_summaries=split_summaries,
-    )
-    return metric(prediction, targets)
+    return RougeLsum(**options)(prediction, targets)
 
 
 ROUGE_METRICS = (Rouge1, Rouge2, RougeN, RougeL, RougeLsum)
