@@ -240,6 +240,9 @@ def _format_outcome(
     return outcome, valid, hit
 
 
+# ``retrieval_hit``, a gold inside a retrieved block, is the QA core's: the tool scorer's too.
+
+
 @scorer("compute_score_format", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer)
 @_with_options(base=_options_of(_format_outcome))
 def score_format(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
