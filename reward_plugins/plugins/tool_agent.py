@@ -29,7 +29,9 @@ is the QA reward of the final answer: a correct answer without any search is pai
 Search-R1 papers.
 
 ``extra_info["tool_rewards"]`` (what verl's tool agent loop collects from the tools'
-``execute``) counts by :func:`tool_reward_sum`'s rule.
+``execute``) counts by :func:`tool_reward_sum`'s rule. The answer reward, the QA options and the
+QA keys are those of the QA core (:mod:`reward_plugins.plugins.qa_core`), which the Search-R1
+scorers share.
 """
 
 from __future__ import annotations
