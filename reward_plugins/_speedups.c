@@ -12,7 +12,7 @@
  *     Unicode \b), then " ".join(text.split()).
  *
  * ngram_matches(predicted, gold, max_order) -> (p1, g1, m1, p2, g2, m2, ...)
- *     reward_plugins.metrics.rouge.ngram_matches_python: for n = 1 .. max_order, the number of
+ *     reward_plugins.metrics.ngrams.ngram_matches_python: for n = 1 .. max_order, the number of
  *     n-grams of each sequence and their clipped matches (the sum over distinct n-grams of the
  *     smaller count). The items are the characters of two str, or the tokens of two lists of
  *     str. Each item gets a dense number from an open-addressing hash table (a str token: keyed
@@ -451,7 +451,7 @@ ngram_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         characters ? PyUnicode_GET_LENGTH(gold) : tokens ? PyList_GET_SIZE(gold) : 0;
     if (!(characters || tokens) || max_order < 0 || max_order > PY_SSIZE_T_MAX / 3
         || predicted_length > INT32_MAX / 4 - gold_length) {
-        return call_reference("reward_plugins.metrics.rouge", "ngram_matches_python", args,
+        return call_reference("reward_plugins.metrics.ngrams", "ngram_matches_python", args,
                               nargs);
     }
     const Py_ssize_t total = predicted_length + gold_length;
@@ -491,7 +491,7 @@ ngram_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             read = number_tokens(&table, gold, items + predicted_length, first);
         }
         if (read == 0) { /* an item that is not an exact str */
-            result = call_reference("reward_plugins.metrics.rouge", "ngram_matches_python",
+            result = call_reference("reward_plugins.metrics.ngrams", "ngram_matches_python",
                                     args, nargs);
         }
         if (read != 1) {

@@ -42,7 +42,6 @@ from reward_plugins.config_reader import (
 )
 from reward_plugins.errors import InvalidOption, RewardPluginsError
 from reward_plugins.options import describe_value
-from reward_plugins.rescore.files import PathError
 
 VERL_REWARD_KEYS = ("reward.custom_reward_function", "custom_reward_function")
 """Where a verl config names its reward function: verl >= 0.7.1, then the legacy keys."""
@@ -170,11 +169,11 @@ def verl_reward(config: Path, verl: str | None = None, entry: str = "main_ppo") 
         ValueError: ``verl`` or ``entry`` is refused by :func:`reward_keys_read`.
         RewardNotRead: the reward is named only under keys that this verl does not read (verl
             would silently train on its built-in scorer).
-        ConfigFileError: a file cannot be read (see :mod:`reward_plugins.config_reader`).
-        PathError: a file is not a YAML mapping, has a malformed defaults list (not a list, an
-            entry neither a name nor a mapping, a cycle however the names are spelled, more
-            than :data:`MAX_DEFAULTS_DEPTH` files deep), names no reward function, or a reward
-            function that is not this package's.
+        ConfigFileError: a file cannot be read (see :mod:`reward_plugins.config_reader`), or
+            it is not a verl config this package can check: a file is not a YAML mapping, has
+            a malformed defaults list (not a list, an entry neither a name nor a mapping, a
+            cycle however the names are spelled, more than :data:`MAX_DEFAULTS_DEPTH` files
+            deep), names no reward function, or a reward function that is not this package's.
         InvalidOption: ``name`` is not a string, ``reward_kwargs`` is not a mapping.
     """
     read = VERL_REWARD_KEYS if verl is None else reward_keys_read(verl, entry)
@@ -209,7 +208,7 @@ def verl_reward(config: Path, verl: str | None = None, entry: str = "main_ppo") 
                 f"{shown}: verl {verl} verl.trainer.{entry} does not read {label} "
                 f"({consequence}); {fix}"
             )
-    raise PathError(
+    raise ConfigFileError(
         f"{shown}: names no reward function ({' or '.join(k + '.path' for k in read)} is unset)"
     )
 
@@ -236,7 +235,7 @@ def _check_location(location: Any, where: str) -> None:
         "reward_plugins"
     ):
         hint = " (verl imports a module named as pkg://MODULE: write pkg://reward_plugins)"
-    raise PathError(f"{where}={shown} does not load reward_plugins{hint}")
+    raise ConfigFileError(f"{where}={shown} does not load reward_plugins{hint}")
 
 
 def _resolved(merged: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
@@ -251,7 +250,7 @@ def _resolved(merged: dict[str, Any], where: str) -> tuple[dict[str, Any], list[
     try:
         node = OmegaConf.select(OmegaConf.create(merged), where)
     except OmegaConfBaseException as error:  # each file was read by OmegaConf: not expected
-        raise PathError(f"{where}: OmegaConf cannot compose the config: {error}") from None
+        raise ConfigFileError(f"{where}: OmegaConf cannot compose the config: {error}") from None
     values: dict[str, Any] = {}
     not_judged: list[str] = []
 
@@ -346,22 +345,24 @@ def _verl_yaml(config: Path, including: tuple[Path, ...]) -> dict[str, Any]:
     shown = describe_source(str(config))
     if identity in including:
         chain = " -> ".join(describe_source(str(path)) for path in (*including, identity))
-        raise PathError(f"{shown}: its defaults list includes itself: {chain}")
+        raise ConfigFileError(f"{shown}: its defaults list includes itself: {chain}")
     if len(including) >= MAX_DEFAULTS_DEPTH:
-        raise PathError(f"{shown}: defaults lists nest more than {MAX_DEFAULTS_DEPTH} files deep")
+        raise ConfigFileError(
+            f"{shown}: defaults lists nest more than {MAX_DEFAULTS_DEPTH} files deep"
+        )
     data = _read_verl_file(config)
     if not isinstance(data, dict):
-        raise PathError(f"{shown}: not a YAML mapping (a verl config)")
+        raise ConfigFileError(f"{shown}: not a YAML mapping (a verl config)")
     defaults = data.get("defaults")
     if defaults is None:
         defaults = []
     if not isinstance(defaults, list):
-        raise PathError(
+        raise ConfigFileError(
             f"{shown}: defaults must be a list of config names, got {describe_value(defaults)}"
         )
     for index, entry in enumerate(defaults):
         if not isinstance(entry, (str, dict)):
-            raise PathError(
+            raise ConfigFileError(
                 f"{shown}: defaults[{index}] must be a config name or a mapping, got "
                 f"{describe_value(entry)}"
             )

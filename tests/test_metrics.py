@@ -424,6 +424,7 @@ def test_f_measures_are_symmetric(metric: str, first: str, second: str) -> None:
         "reward_plugins.metrics.bleu",
         "reward_plugins.metrics.chrf",
         "reward_plugins.metrics.dispatch",
+        "reward_plugins.metrics.ngrams",
         "reward_plugins.metrics.qa",
         "reward_plugins.metrics.rouge",
         "reward_plugins.metrics.significance",

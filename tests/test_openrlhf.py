@@ -310,7 +310,7 @@ CONFIG_ERRORS = [
         {"REWARD_PLUGINS_SCORER": "compute_scor"},
         UnknownScorer,
         re.escape(
-            "REWARD_PLUGINS_SCORER='compute_scor', REWARD_PLUGINS_DATA_SOURCE='searchR1_nq': "
+            "REWARD_PLUGINS_SCORER='compute_scor', REWARD_PLUGINS_DATA_SOURCE=unset: "
             "no scorer is registered as 'compute_scor'; did you mean 'compute_score'?"
         ),
     ),
@@ -345,6 +345,22 @@ def test_empty_variables_mean_defaults(environment) -> None:
         environment.setenv(variable, "")
     module = load_reward_file()
     assert tuple(module.CONFIG) == ("compute_score", "searchR1_nq", {})
+
+
+@pytest.mark.parametrize(
+    ("scorer", "data_source"),
+    [("compute_score_f1", "searchR1_nq"), ("compute_score_tool", "*")],
+)
+def test_default_data_source_is_the_scorers_first_registered_one(
+    environment, scorer: str, data_source: str
+) -> None:
+    """The adapter knows no plugin: the default comes from the scorer's registration."""
+    environment.setenv("REWARD_PLUGINS_SCORER", scorer)
+    module = load_reward_file()
+    assert tuple(module.CONFIG) == (scorer, data_source, {})
+    prompt = "Q: "
+    rewards = module.reward_func([prompt + "<answer>x</answer>"], [prompt], ['["x"]'])["rewards"]
+    assert rewards.tolist() == [1.0]
 
 
 # ------------------------------------------------------------------ reward_func, called directly

@@ -29,10 +29,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import reward_plugins.metrics.ngrams as ngrams_module
 import reward_plugins.metrics.rouge as rouge_module
 from reward_plugins.extract import scan_tags_python
 from reward_plugins.metrics import Chrf, RougeN
-from reward_plugins.metrics.rouge import ngram_matches_python
+from reward_plugins.metrics.ngrams import ngram_matches_python
 from reward_plugins.text.normalize import normalize_squad_python
 
 if importlib.util.find_spec("reward_plugins._speedups") is None:
@@ -438,9 +439,10 @@ orders = st.integers(0, 10)
 
 
 def test_the_metrics_use_the_ngram_matcher() -> None:
+    assert ngrams_module.ngram_matches is _speedups.ngram_matches
     assert rouge_module.ngram_matches is _speedups.ngram_matches
-    assert rouge_module._compiled_ngram_matches is _speedups.ngram_matches
-    assert chrf_module._compiled_ngram_matches is _speedups.ngram_matches
+    assert rouge_module.compiled_ngram_matches is _speedups.ngram_matches
+    assert chrf_module.compiled_ngram_matches is _speedups.ngram_matches
 
 
 @pytest.mark.parametrize(
@@ -523,7 +525,7 @@ def test_chrf_counts_the_same_with_and_without_the_extension(
     metric = Chrf(char_order=max(1, 6 - word_order), word_order=word_order)
     compiled = metric._candidate_statistics(prediction, tuple(targets))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chrf_module, "_compiled_ngram_matches", None)
+        patch.setattr(chrf_module, "compiled_ngram_matches", None)
         assert metric._candidate_statistics(prediction, tuple(targets)) == compiled
 
 
@@ -537,7 +539,7 @@ def test_rouge_n_scores_the_same_with_and_without_the_extension(
     metrics = [RougeN(n=n, measure=measure) for measure in "prf"]
     compiled = [metric(prediction, targets) for metric in metrics]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rouge_module, "_compiled_ngram_matches", None)
+        patch.setattr(rouge_module, "compiled_ngram_matches", None)
         assert [metric(prediction, targets) for metric in metrics] == compiled
 
 
@@ -564,7 +566,7 @@ def test_ngram_matches_leaks_no_memory() -> None:
 
 
 _NGRAM_CASES = """
-from reward_plugins.metrics.rouge import ngram_matches_python
+from reward_plugins.metrics.ngrams import ngram_matches_python
 
 
 class Loose(str):

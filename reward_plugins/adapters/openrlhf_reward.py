@@ -15,8 +15,9 @@ Configuration, read and checked when OpenRLHF loads the file (a mistake fails th
 than every rollout, since OpenRLHF swallows errors raised while scoring):
 
 - ``REWARD_PLUGINS_SCORER``: registered scorer name, default ``compute_score``;
-- ``REWARD_PLUGINS_DATA_SOURCE``: data source of labels that name none, default
-  ``searchR1_nq`` (all Search-R1 sources share one scorer);
+- ``REWARD_PLUGINS_DATA_SOURCE``: data source of labels that name none, default the first data
+  source the scorer is registered for (:func:`default_data_source`: ``searchR1_nq`` for
+  ``compute_score``, whose Search-R1 sources share one scorer);
 - ``REWARD_PLUGINS_OPTIONS``: the scorer's options as a JSON object, default ``{}``.
 
 OpenRLHF loads the file outside any package, so every import here is absolute.
@@ -37,7 +38,7 @@ from reward_plugins.config_reader import (
     parse_json_text,
 )
 from reward_plugins.errors import InvalidGroundTruth
-from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES
+from reward_plugins.registry import registrations_named
 from reward_plugins.router import check_options, route
 
 # OpenRLHF imports this file under the module name "reward_func", so name the logger explicitly.
@@ -47,7 +48,6 @@ SCORER_VARIABLE = "REWARD_PLUGINS_SCORER"
 DATA_SOURCE_VARIABLE = "REWARD_PLUGINS_DATA_SOURCE"
 OPTIONS_VARIABLE = "REWARD_PLUGINS_OPTIONS"
 DEFAULT_SCORER = "compute_score"
-DEFAULT_DATA_SOURCE = SEARCH_R1_DATA_SOURCES[0]
 
 ASSISTANT_MARKERS: tuple[str, ...] = (
     "<|im_start|>assistant",  # ChatML: Qwen, Yi, OpenHermes
@@ -87,6 +87,17 @@ class RewardConfig(NamedTuple):
     options: Mapping[str, Any]
 
 
+def default_data_source(scorer: str) -> str:
+    """The data source of labels that name none: the first data source ``scorer`` is registered
+    for, as the registry lists it (``*`` for a scorer of every data source, which the router
+    then serves).
+
+    Raises:
+        UnknownScorer: no scorer of that name is registered.
+    """
+    return registrations_named(scorer)[0].data_sources[0]
+
+
 def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
     """Read and check the ``REWARD_PLUGINS_*`` variables.
 
@@ -98,7 +109,7 @@ def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
         UnknownDataSource, UnknownScorer: the data source or the scorer is not registered.
     """
     scorer = environ.get(SCORER_VARIABLE) or DEFAULT_SCORER
-    data_source = environ.get(DATA_SOURCE_VARIABLE) or DEFAULT_DATA_SOURCE
+    data_source = environ.get(DATA_SOURCE_VARIABLE) or None
     raw_options = environ.get(OPTIONS_VARIABLE) or "{}"
     shown = describe_source(raw_options)
     try:  # bounded: size, depth, string lengths (numbers are checked with the options)
@@ -114,10 +125,13 @@ def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
             f"got a JSON {type(options).__name__}: '{shown}'"
         )
     try:
+        if data_source is None:
+            data_source = default_data_source(scorer)
         check_options(scorer, data_source, options)
     except LookupError as error:
+        source = "unset" if data_source is None else repr(data_source)
         raise type(error)(
-            f"{SCORER_VARIABLE}={scorer!r}, {DATA_SOURCE_VARIABLE}={data_source!r}: {error}"
+            f"{SCORER_VARIABLE}={scorer!r}, {DATA_SOURCE_VARIABLE}={source}: {error}"
         ) from error
     except (TypeError, ValueError) as error:
         raise type(error)(f"{OPTIONS_VARIABLE}={shown}: {error}") from error

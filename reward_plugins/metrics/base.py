@@ -9,9 +9,10 @@ workers).
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import ClassVar, Protocol, runtime_checkable
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import ClassVar, Concatenate, ParamSpec, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -305,3 +306,58 @@ class TokenPairMetric(Metric):
             elif not predicted and not gold and self.compat is None:
                 best = 1.0
         return best
+
+
+OptionsP = ParamSpec("OptionsP")
+FirstT = TypeVar("FirstT")
+SecondT = TypeVar("SecondT")
+ResultT = TypeVar("ResultT")
+
+
+def takes_options_of(
+    metric_class: Callable[OptionsP, Metric],
+) -> Callable[
+    [Callable[Concatenate[FirstT, SecondT, ...], ResultT]],
+    Callable[Concatenate[FirstT, SecondT, OptionsP], ResultT],
+]:
+    """Give a metric's free function the options of its class, declared once on the class.
+
+    The decorated function takes its two inputs (``prediction, targets`` or ``predictions,
+    references``) and ``**options``, which it passes to ``metric_class``. Its signature, as
+    :func:`inspect.signature` and type checkers see it, is its two inputs, then the class's
+    keyword-only parameters (a keyword-only parameter the function declares itself replaces the
+    class's of that name: another default), then its return type. The function itself is
+    returned (its name, docstring and module are its own); the class checks the options, so
+    the errors name the metric.
+
+    Example:
+        >>> from reward_plugins.metrics.qa import ExactMatch
+        >>> @takes_options_of(ExactMatch)
+        ... def exact(prediction: str, targets: Targets, **options: Any) -> float:
+        ...     return ExactMatch(**options)(prediction, targets)
+        >>> list(inspect.signature(exact).parameters), exact("A!", "a", normalizer="squad")
+        (['prediction', 'targets', 'normalizer', 'compat'], 1.0)
+
+    Raises:
+        TypeError: the function declares a keyword-only parameter the class does not take.
+    """
+    options = [
+        parameter
+        for parameter in inspect.signature(metric_class).parameters.values()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+
+    def decorate(
+        function: Callable[Concatenate[FirstT, SecondT, ...], ResultT],
+    ) -> Callable[Concatenate[FirstT, SecondT, OptionsP], ResultT]:
+        own = inspect.signature(function)
+        inputs = [p for p in own.parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+        replaced = {p.name: p for p in own.parameters.values() if p.kind is p.KEYWORD_ONLY}
+        unknown = sorted(set(replaced) - {option.name for option in options})
+        if unknown:
+            raise TypeError(f"{function.__name__}: {metric_class} takes no option {unknown}")
+        parameters = [*inputs, *(replaced.get(option.name, option) for option in options)]
+        function.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
+        return cast("Callable[Concatenate[FirstT, SecondT, OptionsP], ResultT]", function)
+
+    return decorate

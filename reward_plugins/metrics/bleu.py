@@ -64,7 +64,9 @@ from reward_plugins.metrics.base import (
     reject_with_compat,
     reject_without_compat,
     statistics_vector,
+    takes_options_of,
 )
+from reward_plugins.metrics.ngrams import clipped_overlap, ngram_counts, ngrams
 
 MAX_ORDER = 4
 """The order of ``bleu_4`` and the default ``max_ngram_order`` of ``bleu``."""
@@ -101,21 +103,11 @@ class BleuStats(NamedTuple):
     total: tuple[int, ...]
 
 
-def _ngrams(tokens: list[str], order: int) -> Iterable[Any]:
-    """The n-grams of ``tokens`` of one order: the tokens themselves for 1, tuples above.
-
-    ``zip`` over shifted lists builds the tuples in C, much faster than slicing one at a time.
-    """
-    if order == 1:
-        return tokens
-    return zip(*(tokens[offset:] for offset in range(order)), strict=False)
-
-
 def _max_counts_hashed(references: list[list[str]], order: int) -> Counter[Any]:
     """Counts of the n-grams of one order, the maximum over the references."""
-    merged = Counter(_ngrams(references[0], order))
+    merged = ngram_counts(references[0], order)
     for reference in references[1:]:
-        for key, count in Counter(_ngrams(reference, order)).items():
+        for key, count in ngram_counts(reference, order).items():
             if count > merged[key]:
                 merged[key] = count
     return merged
@@ -132,8 +124,8 @@ def _clipped_matches_hashed(
     correct = []
     for order in range(1, max_order + 1):
         reference = _max_counts_hashed(references, order)
-        matched = Counter(filter(reference.__contains__, _ngrams(prediction, order)))
-        correct.append(sum(map(min, matched.values(), map(reference.__getitem__, matched))))
+        matched = Counter(filter(reference.__contains__, ngrams(prediction, order)))
+        correct.append(clipped_overlap(matched, reference))
     return correct
 
 
@@ -546,83 +538,35 @@ class Bleu4(Bleu):
         )
 
 
-def bleu(
-    prediction: str,
-    targets: Targets,
-    *,
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    smooth: str | None = None,
-    smooth_value: float | None = None,
-    effective_order: bool = True,
-    lowercase: bool | None = None,
-    max_ngram_order: int = MAX_ORDER,
-    tokenize: str | None = None,
-    compat: str | None = None,
-) -> float:
+@takes_options_of(Bleu)
+def bleu(prediction: str, targets: Targets, **options: Any) -> float:
     """Sentence BLEU of order ``max_ngram_order`` on a 0-1 scale. See :class:`Bleu`.
 
     Example:
         >>> bleu("北京大学在北京", ["北京的大学"], compat="sacrebleu", tokenize="zh")
         0.185750579991336
     """
-    metric = Bleu(
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        smooth=smooth,
-        smooth_value=smooth_value,
-        effective_order=effective_order,
-        lowercase=lowercase,
-        max_ngram_order=max_ngram_order,
-        tokenize=tokenize,
-        compat=compat,
-    )
-    return metric(prediction, targets)
+    return Bleu(**options)(prediction, targets)
 
 
-def bleu_4(
-    prediction: str,
-    targets: Targets,
-    *,
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    smooth: str | None = None,
-    smooth_value: float | None = None,
-    effective_order: bool = True,
-    lowercase: bool | None = None,
-    compat: str | None = None,
-) -> float:
+@takes_options_of(Bleu4)
+def bleu_4(prediction: str, targets: Targets, **options: Any) -> float:
     """Sentence BLEU-4 on a 0-1 scale. See :class:`Bleu4` for the options.
 
     Example:
         >>> bleu_4("a b", ["a c"], compat="sacrebleu")
         0.49999999999999994
     """
-    metric = Bleu4(
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        smooth=smooth,
-        smooth_value=smooth_value,
-        effective_order=effective_order,
-        lowercase=lowercase,
-        compat=compat,
-    )
-    return metric(prediction, targets)
+    return Bleu4(**options)(prediction, targets)
 
 
+@takes_options_of(Bleu)
 def corpus_bleu(
     predictions: Sequence[str],
     references: Sequence[Targets],
     *,
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    smooth: str | None = None,
-    smooth_value: float | None = None,
     effective_order: bool = False,
-    lowercase: bool | None = None,
-    max_ngram_order: int = MAX_ORDER,
-    tokenize: str | None = None,
-    compat: str | None = None,
+    **options: Any,
 ) -> float:
     """Corpus BLEU on a 0-1 scale; ``references[i]`` holds the reference(s) of prediction i.
 
@@ -637,19 +581,10 @@ def corpus_bleu(
         ...             [["the cat sat on the mat"], ["hello there"]], compat="sacrebleu")
         0.866877899750182
     """
-    options: dict[str, Any] = {
-        "normalizer": normalizer,
-        "tokenizer": tokenizer,
-        "smooth": smooth,
-        "smooth_value": smooth_value,
-        "effective_order": effective_order,
-        "lowercase": lowercase,
-        "compat": compat,
-    }
-    plain = max_ngram_order == MAX_ORDER and type(max_ngram_order) is int and tokenize is None
-    metric = (
-        Bleu4(**options)
-        if plain
-        else Bleu(max_ngram_order=max_ngram_order, tokenize=tokenize, **options)
-    )
-    return metric.corpus_score(predictions, references)
+    options["effective_order"] = effective_order
+    order, tokenize = options.get("max_ngram_order", MAX_ORDER), options.get("tokenize")
+    if type(order) is int and order == MAX_ORDER and tokenize is None:  # bleu_4's options
+        options.pop("max_ngram_order", None)
+        options.pop("tokenize", None)
+        return Bleu4(**options).corpus_score(predictions, references)
+    return Bleu(**options).corpus_score(predictions, references)

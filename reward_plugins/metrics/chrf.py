@@ -26,8 +26,8 @@ n-grams, reference n-grams, matches]`` per order (characters first, then words; 
 ``score_from_statistics(sum of sentence_statistics)`` equals :meth:`Chrf.corpus_score`.
 
 Speed: where the package was built with a C compiler, each prediction-reference pair is counted by
-``reward_plugins._speedups.ngram_matches`` (:func:`reward_plugins.metrics.rouge.ngram_matches`: one
-hash-table pass per order, every order's counts in one call). Without it, n-grams are coded as
+``reward_plugins._speedups.ngram_matches`` (:func:`reward_plugins.metrics.ngrams.ngram_matches`:
+one hash-table pass per order, every order's counts in one call). Without it, n-grams are coded as
 integers in base V (V the alphabet of the call: code points, or word ids) with every digit >= 1, so
 codes of different orders differ too; the codes of a prediction and a reference are sorted together
 once, and the matches of every order follow from the group sizes (min(h, r) = (h + r - |h - r|) / 2)
@@ -43,9 +43,9 @@ References:
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Sequence
 from itertools import accumulate
+from typing import Any
 
 import numpy as np
 
@@ -60,8 +60,9 @@ from reward_plugins.metrics.base import (
     coerce_targets,
     corpus_from_statistics,
     statistics_vector,
+    takes_options_of,
 )
-from reward_plugins.metrics.rouge import _compiled_ngram_matches
+from reward_plugins.metrics.ngrams import clipped_overlap, compiled_ngram_matches, ngram_counts
 
 SACREBLEU = "sacrebleu"
 CHAR_ORDERS = range(0, 11)
@@ -163,28 +164,16 @@ def _matches_coded(
     return table.T.astype(np.int64).tolist()
 
 
-def _ngram_counts(sequence: Sequence[Hashable], order: int) -> Counter[Hashable]:
-    """Counts of the n-grams of one order: slices of a string, tuples of a word list."""
-    if isinstance(sequence, str):
-        stops = range(order, len(sequence) + 1)
-        return Counter(map(sequence.__getitem__, map(slice, range(len(stops)), stops)))
-    return Counter(zip(*(sequence[offset:] for offset in range(order)), strict=False))
-
-
 def _matches_hashed(texts: Sequence[Sequence[Hashable]], max_order: int) -> list[list[int]]:
     """:func:`_matches_coded` with ``Counter`` (for alphabets too large for int64 codes)."""
-    predicted = [_ngram_counts(texts[0], order) for order in range(1, max_order + 1)]
-    rows = []
-    for reference in texts[1:]:
-        row = []
-        for order, prediction in enumerate(predicted, start=1):
-            counts = _ngram_counts(reference, order)
-            common = list(filter(counts.__contains__, prediction))
-            row.append(
-                sum(map(min, map(prediction.__getitem__, common), map(counts.__getitem__, common)))
-            )
-        rows.append(row)
-    return rows
+    predicted = [ngram_counts(texts[0], order) for order in range(1, max_order + 1)]
+    return [
+        [
+            clipped_overlap(prediction, ngram_counts(reference, order))
+            for order, prediction in enumerate(predicted, start=1)
+        ]
+        for reference in texts[1:]
+    ]
 
 
 def _symbols(texts: Sequence[str] | Sequence[list[str]]) -> np.ndarray:
@@ -233,7 +222,7 @@ def _pair_statistics(
     """``[prediction n-grams, reference n-grams, matches]`` per order 1..``max_order`` of one pair
     (compiled counts), with sacrebleu's rule that an order the reference lacks counts no
     prediction n-gram."""
-    statistics = list(_compiled_ngram_matches(predicted, gold, max_order))
+    statistics = list(compiled_ngram_matches(predicted, gold, max_order))
     for order in range(len(gold) + 1, max_order + 1):
         statistics[3 * order - 3] = 0
     return statistics
@@ -345,7 +334,7 @@ class Chrf(Metric):
         """One statistics list per target (sacrebleu's layout)."""
         if self.lowercase:
             prediction, targets = prediction.lower(), tuple(target.lower() for target in targets)
-        if _compiled_ngram_matches is not None:
+        if compiled_ngram_matches is not None:
             return self._compiled_statistics(prediction, targets)
         texts = [prediction, *targets]
         characters = [self._characters(text) for text in texts]
@@ -446,48 +435,19 @@ class Chrf(Metric):
         return corpus_from_statistics(self, predictions, references, width)
 
 
-def chrf(
-    prediction: str,
-    targets: Targets,
-    *,
-    char_order: int = 6,
-    word_order: int = 0,
-    beta: int = 2,
-    lowercase: bool = False,
-    whitespace: bool = False,
-    eps_smoothing: bool = False,
-    compat: str | None = None,
-) -> float:
+@takes_options_of(Chrf)
+def chrf(prediction: str, targets: Targets, **options: Any) -> float:
     """Sentence chrF (chrF++ with ``word_order=2``) on a 0-1 scale. See :class:`Chrf`.
 
     Example:
         >>> chrf("the cat sat on the mat", ["the cat sat on a mat"], word_order=2)
         0.7203039245302905
     """
-    metric = Chrf(
-        char_order=char_order,
-        word_order=word_order,
-        beta=beta,
-        lowercase=lowercase,
-        whitespace=whitespace,
-        eps_smoothing=eps_smoothing,
-        compat=compat,
-    )
-    return metric(prediction, targets)
+    return Chrf(**options)(prediction, targets)
 
 
-def corpus_chrf(
-    predictions: Sequence[str],
-    references: Sequence[Targets],
-    *,
-    char_order: int = 6,
-    word_order: int = 0,
-    beta: int = 2,
-    lowercase: bool = False,
-    whitespace: bool = False,
-    eps_smoothing: bool = False,
-    compat: str | None = None,
-) -> float:
+@takes_options_of(Chrf)
+def corpus_chrf(predictions: Sequence[str], references: Sequence[Targets], **options: Any) -> float:
     """Corpus chrF on a 0-1 scale; ``references[i]`` holds the reference(s) of prediction i.
 
     Equals ``sacrebleu.corpus_chrf(predictions, streams, ...).score / 100`` (``streams[k][i]``
@@ -497,13 +457,4 @@ def corpus_chrf(
         >>> corpus_chrf(["the cat sat", "hello"], [["the cat sat"], ["hello there"]])
         0.670163869199753
     """
-    metric = Chrf(
-        char_order=char_order,
-        word_order=word_order,
-        beta=beta,
-        lowercase=lowercase,
-        whitespace=whitespace,
-        eps_smoothing=eps_smoothing,
-        compat=compat,
-    )
-    return metric.corpus_score(predictions, references)
+    return Chrf(**options).corpus_score(predictions, references)

@@ -52,6 +52,7 @@ from reward_plugins.metrics.base import (
     f_measure,
     reject_with_compat,
     resolve_normalizer,
+    takes_options_of,
 )
 from reward_plugins.options import finite_number
 from reward_plugins.text import get_normalizer, normalize_squad
@@ -474,13 +475,8 @@ class Accuracy(Metric):
         return float(any(target.strip().casefold() == label for target in targets))
 
 
-def exact_match(
-    prediction: str,
-    targets: Targets,
-    *,
-    normalizer: str | None = None,
-    compat: str | None = None,
-) -> float:
+@takes_options_of(ExactMatch)
+def exact_match(prediction: str, targets: Targets, **options: Any) -> float:
     """1.0 when the normalized, stripped prediction equals a normalized, stripped target.
 
     See :class:`ExactMatch` for the options.
@@ -489,16 +485,11 @@ def exact_match(
         >>> exact_match("The Cat!", "cat", compat="squad")
         1.0
     """
-    return ExactMatch(normalizer=normalizer, compat=compat)(prediction, targets)
+    return ExactMatch(**options)(prediction, targets)
 
 
-def subem(
-    prediction: str,
-    targets: Targets,
-    *,
-    normalizer: str | None = None,
-    word_boundary: bool = False,
-) -> float:
+@takes_options_of(SubEM)
+def subem(prediction: str, targets: Targets, **options: Any) -> float:
     """1.0 when a normalized target is a substring of the normalized prediction.
 
     See :class:`SubEM` for the options.
@@ -507,24 +498,18 @@ def subem(
         >>> subem("the capital is Paris", ["Paris", "Lyon"])
         1.0
     """
-    return SubEM(normalizer=normalizer, word_boundary=word_boundary)(prediction, targets)
+    return SubEM(**options)(prediction, targets)
 
 
-def f1(
-    prediction: str,
-    targets: Targets,
-    *,
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-) -> float:
+@takes_options_of(TokenF1)
+def f1(prediction: str, targets: Targets, **options: Any) -> float:
     """Token F1, the best over targets. See :class:`TokenF1` for the options.
 
     Example:
         >>> f1("the the cat", "cat cat", compat="squad")
         0.6666666666666666
     """
-    return TokenF1(normalizer=normalizer, tokenizer=tokenizer, compat=compat)(prediction, targets)
+    return TokenF1(**options)(prediction, targets)
 
 
 def accuracy(prediction: str, targets: Targets) -> float:

@@ -25,10 +25,11 @@ not ship; it is refused here (put one sentence per line instead).
 
 Speed: every text is tokenized once per call (the prediction is not re-tokenized per target, as
 rouge-score does). ROUGE-N counts with ``reward_plugins._speedups.ngram_matches`` where the package
-was built with a C compiler (one hash-table pass per order, no Python object per n-gram);
-:func:`ngram_matches_python` is its reference, and without the extension n-grams are tuples that
-``zip`` builds from shifted token lists, their overlap counted with ``Counter``, ``filter``, ``map``
-and set intersections (C loops, no Python loop per n-gram). LCS lengths come from rapidfuzz's
+was built with a C compiler (one hash-table pass per order, no Python object per n-gram), and
+without the extension with :func:`reward_plugins.metrics.ngrams.ngram_overlap` (n-grams are tuples
+that ``zip`` builds from shifted token lists, their overlap counted with ``Counter``, ``filter``,
+``map`` and set intersections: C loops, no Python loop per n-gram); the shared n-gram helpers are
+those of :mod:`reward_plugins.metrics.ngrams`. LCS lengths come from rapidfuzz's
 bit-parallel ``LCSseq`` (Hyyro's algorithm); the LCS index sets of ROUGE-Lsum come from the same
 bit-parallel recurrence run on Python integers (one row per target-sentence token, kept for the
 traceback), read back along the path that rouge-score's table traceback takes, so the union (and so
@@ -45,12 +46,9 @@ References:
 from __future__ import annotations
 
 import numbers
-import operator
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Hashable, Sequence
-from itertools import pairwise, repeat
-from typing import ClassVar, Generic, NamedTuple, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from rapidfuzz.distance import LCSseq
 
@@ -65,12 +63,12 @@ from reward_plugins.metrics.base import (
     f_measure,
     reject_with_compat,
     reject_without_compat,
+    takes_options_of,
 )
-
-try:  # the C twin of ngram_matches_python, built at install time where a compiler is available
-    from reward_plugins._speedups import ngram_matches as _compiled_ngram_matches
-except ImportError:
-    _compiled_ngram_matches = None
+from reward_plugins.metrics.ngrams import NGrams, compiled_ngram_matches, ngram_overlap
+from reward_plugins.metrics.ngrams import ngram_matches as ngram_matches
+from reward_plugins.metrics.ngrams import ngram_matches_python as ngram_matches_python
+from reward_plugins.metrics.ngrams import ngrams as ngrams
 
 ROUGE_SCORE = "rouge_score"
 MEASURES = ("f", "p", "r")
@@ -102,120 +100,6 @@ def _scores(hits: int, predicted_total: int, gold_total: int) -> Scores:
     precision = hits / max(predicted_total, 1)
     recall = hits / max(gold_total, 1)
     return precision, recall, f_measure(precision, recall)
-
-
-# --- n-grams ---------------------------------------------------------------------------------
-def ngrams(tokens: Sequence[Hashable], n: int) -> Sequence[Hashable]:
-    """The n-grams of ``tokens`` in order: the tokens themselves for n = 1, tuples above.
-
-    ``zip`` over shifted lists builds the tuples in C.
-
-    Example:
-        >>> ngrams("a b c".split(), 2)
-        [('a', 'b'), ('b', 'c')]
-    """
-    if n == 1:
-        return tokens
-    if n == 2:  # the common case, without the generator's fixed cost
-        return list(pairwise(tokens))
-    return list(zip(*(tokens[offset:] for offset in range(n)), strict=False))
-
-
-class NGrams:
-    """The n-grams of one text in order (:func:`ngrams`), listed and counted on first use."""
-
-    __slots__ = ("_counts", "_grams", "n", "tokens")
-
-    def __init__(self, tokens: Sequence[Hashable], n: int) -> None:
-        self.tokens = tokens
-        self.n = n
-        self._grams: Sequence[Hashable] | None = None
-        self._counts: Counter[Hashable] | None = None
-
-    @property
-    def grams(self) -> Sequence[Hashable]:
-        """The n-grams in order (listed once)."""
-        if self._grams is None:
-            self._grams = ngrams(self.tokens, self.n)
-        return self._grams
-
-    @property
-    def counts(self) -> Counter[Hashable]:
-        """Count per distinct n-gram (computed once)."""
-        if self._counts is None:
-            self._counts = Counter(self.grams)
-        return self._counts
-
-
-def ngram_overlap(predicted: NGrams, gold: NGrams) -> int:
-    """Clipped overlap of two n-gram multisets: the sum over n-grams of the smaller count.
-
-    Every step runs over whole collections inside ``Counter``, ``map``, ``filter`` or a set
-    intersection (C, no Python loop per n-gram). Unigrams (strings, cheap to count) are counted
-    on both sides, so a prediction's counts serve every target; longer n-grams are mostly not
-    shared, so only the predicted n-grams that ``gold`` has are counted. When one side repeats
-    no (shared) n-gram, the overlap is the number of shared n-grams.
-
-    Example:
-        >>> ngram_overlap(NGrams(list("aab"), 1), NGrams(list("abbc"), 1))
-        2
-        >>> ngram_overlap(NGrams(list("aaab"), 1), NGrams(list("aabb"), 1))
-        3
-        >>> ngram_overlap(NGrams(list("aaab"), 2), NGrams(list("aaab"), 2))
-        3
-    """
-    gold_counts = gold.counts
-    gold_repeats = len(gold.grams) != len(gold_counts)
-    if predicted.n == 1:
-        predicted_counts = predicted.counts
-        if not gold_repeats or len(predicted.grams) == len(predicted_counts):
-            return len(predicted_counts.keys() & gold_counts.keys())
-        small, large = sorted((predicted_counts, gold_counts), key=len)
-    else:
-        small = Counter(filter(gold_counts.__contains__, predicted.grams))
-        shared_total = sum(small.values())
-        if not gold_repeats or shared_total == len(small):
-            return len(small)
-        large = gold_counts
-    # min(s, l) = s - max(s - l, 0): subtract the counts on the small side above the large's.
-    above = map(operator.sub, small.values(), map(large.get, small, repeat(0)))
-    return sum(small.values()) - sum(filter((0).__lt__, above))
-
-
-def ngram_matches_python(
-    predicted: Sequence[Hashable], gold: Sequence[Hashable], max_order: int
-) -> tuple[int, ...]:
-    """N-gram counts and clipped matches of two sequences for every order n = 1 .. ``max_order``.
-
-    Flat, three numbers per order: ``(predicted n-grams, gold n-grams, matches)`` for n = 1,
-    then for n = 2, ... (sacrebleu's chrF layout); a sequence of length L has max(L - n + 1, 0)
-    n-grams, and matches is the sum over distinct n-grams of the smaller of their two counts.
-    The items are those of the sequences (the characters of a str, the tokens of a list).
-
-    The reference for ``_speedups.ngram_matches``, its C twin (exported here as
-    :data:`ngram_matches`), which reads two exact ``str`` or two lists of exact ``str`` and an
-    int ``max_order`` >= 0 itself and passes any other arguments here, so that the result, or
-    the exception, is this function's.
-
-    Example:
-        >>> ngram_matches_python("abcab", "abab", 3)
-        (5, 4, 4, 4, 3, 2, 3, 2, 0)
-        >>> ngram_matches_python("a b".split(), "b a b".split(), 2)
-        (2, 3, 2, 1, 2, 1)
-    """
-    statistics: list[int] = []
-    for order in range(1, max_order + 1):
-        predicted_grams, gold_grams = NGrams(predicted, order), NGrams(gold, order)
-        statistics += (
-            len(predicted_grams.grams),
-            len(gold_grams.grams),
-            ngram_overlap(predicted_grams, gold_grams),
-        )
-    return tuple(statistics)
-
-
-ngram_matches = ngram_matches_python if _compiled_ngram_matches is None else _compiled_ngram_matches
-""":func:`ngram_matches_python`, compiled where the C extension was built."""
 
 
 # --- LCS -------------------------------------------------------------------------------------
@@ -520,13 +404,13 @@ class RougeN(RougeMetric[NGrams]):
         return len(tokens), NGrams(tokens, self.n)
 
     def _pair(self, predicted: NGrams, gold: NGrams) -> Scores:
-        if _compiled_ngram_matches is None:
+        if compiled_ngram_matches is None:
             hits = ngram_overlap(predicted, gold)
             return _scores(hits, len(predicted.grams), len(gold.grams))
         n = self.n
         if n > len(predicted.tokens) or n > len(gold.tokens):  # no n-gram on one side
             return _NONE_SHARED
-        statistics = _compiled_ngram_matches(predicted.tokens, gold.tokens, n)
+        statistics = compiled_ngram_matches(predicted.tokens, gold.tokens, n)
         return _scores(statistics[-1], statistics[-3], statistics[-2])
 
 
@@ -703,138 +587,59 @@ class RougeLsum(RougeMetric[_Summary]):
 
 
 # --- free functions --------------------------------------------------------------------------
-def rouge_n(
-    prediction: str,
-    targets: Targets,
-    *,
-    n: int | None = None,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-) -> float:
+@takes_options_of(RougeN)
+def rouge_n(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-N of order ``n`` (required), best target by F. See :class:`RougeN` for the options.
 
     Example:
         >>> rouge_n("a b c d", "a b x d", n=2, measure="p")
         0.3333333333333333
     """
-    metric = RougeN(
-        n=n,
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-    )
-    return metric(prediction, targets)
+    return RougeN(**options)(prediction, targets)
 
 
-def rouge_1(
-    prediction: str,
-    targets: Targets,
-    *,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-) -> float:
+@takes_options_of(Rouge1)
+def rouge_1(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-1, best target by F. See :class:`RougeN` for the options.
 
     Example:
         >>> rouge_1("testing", "testing one two", measure="r", compat="rouge_score")
         0.3333333333333333
     """
-    metric = Rouge1(
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-    )
-    return metric(prediction, targets)
+    return Rouge1(**options)(prediction, targets)
 
 
-def rouge_2(
-    prediction: str,
-    targets: Targets,
-    *,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-) -> float:
+@takes_options_of(Rouge2)
+def rouge_2(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-2, best target by F. See :class:`RougeN` for the options.
 
     Example:
         >>> rouge_2("testing one", "testing one two", compat="rouge_score")
         0.6666666666666666
     """
-    metric = Rouge2(
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-    )
-    return metric(prediction, targets)
+    return Rouge2(**options)(prediction, targets)
 
 
-def rouge_l(
-    prediction: str,
-    targets: Targets,
-    *,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-) -> float:
+@takes_options_of(RougeL)
+def rouge_l(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-L, best target by F. See :class:`RougeL` for the options.
 
     Example:
         >>> rouge_l("a b c", ["c b a", "a x c"])
         0.6666666666666666
     """
-    metric = RougeL(
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-    )
-    return metric(prediction, targets)
+    return RougeL(**options)(prediction, targets)
 
 
-def rouge_lsum(
-    prediction: str,
-    targets: Targets,
-    *,
-    measure: str = "f",
-    normalizer: str | None = None,
-    tokenizer: str | None = None,
-    compat: str | None = None,
-    use_stemmer: bool | None = None,
-    split_summaries: bool | None = None,
-) -> float:
+@takes_options_of(RougeLsum)
+def rouge_lsum(prediction: str, targets: Targets, **options: Any) -> float:
     """ROUGE-Lsum, best target by F. See :class:`RougeLsum` for the options.
 
     Example:
         >>> rouge_lsum("Second sentence.\\nFirst sentence.", "First sentence.\\nSecond sentence.")
         1.0
     """
-    metric = RougeLsum(
-        measure=measure,
-        normalizer=normalizer,
-        tokenizer=tokenizer,
-        compat=compat,
-        use_stemmer=use_stemmer,
-        split_summaries=split_summaries,
-    )
-    return metric(prediction, targets)
+    return RougeLsum(**options)(prediction, targets)
 
 
 ROUGE_METRICS = (Rouge1, Rouge2, RougeN, RougeL, RougeLsum)

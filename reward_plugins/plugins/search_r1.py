@@ -19,25 +19,38 @@ hacks, shared by every QA scorer: ``normalizer`` (``squad`` or ``unicode``),
 default, so the defaults keep verl's values.
 
 The router-facing scorers (``score_*``) return a dict with the fixed keys :data:`QA_RESULT_KEYS`
-(``compute_score_format`` adds :data:`FORMAT_RESULT_KEYS`).
+(``compute_score_format`` adds :data:`FORMAT_RESULT_KEYS`). The decision table, the QA options
+and the result shape are the QA core's (:mod:`reward_plugins.plugins.qa_core`), shared with
+every QA-style scorer.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
-from reward_plugins.errors import InvalidOption
-from reward_plugins.extract import ExtractMode, TagScan, extract_tag, find_tag_spans, scan_tags
+from reward_plugins.extract import extract_tag, find_tag_spans, scan_tags
 from reward_plugins.groundtruth import Golds, coerce_golds
-from reward_plugins.metrics import Metric, get_metric
-from reward_plugins.metrics.qa import Comparison, compare, gold_index, subem_match
-from reward_plugins.options import Factor, NonNegativeInt, PositiveInt, Score, freeze
+from reward_plugins.metrics.qa import compare
+from reward_plugins.options import NonNegativeInt, Score
+from reward_plugins.plugins.qa_core import DEFAULT_MAX_ANSWER_TAGS as DEFAULT_MAX_ANSWER_TAGS
+from reward_plugins.plugins.qa_core import DEFAULT_SPAM_FACTOR as DEFAULT_SPAM_FACTOR
+from reward_plugins.plugins.qa_core import (
+    QAOutcome,
+    cached_metric,
+    qa_outcome,
+    qa_result,
+    retrieval_hit,
+)
+from reward_plugins.plugins.qa_core import check_normalizer as _check_normalizer
+from reward_plugins.plugins.qa_core import keyword as _keyword
+from reward_plugins.plugins.qa_core import options_of as _options_of
+from reward_plugins.plugins.qa_core import with_options as _with_options
 from reward_plugins.plugins.trajectory import DEFAULT_END_MARKERS, TrajectoryTags, format_error
 from reward_plugins.registry import Registration, lookup, scorer
-from reward_plugins.text import NORMALIZERS, get_normalizer, normalize_squad
+from reward_plugins.text import normalize_squad
 
 SEARCH_R1_DATA_SOURCES: tuple[str, ...] = tuple(
     f"searchR1_{name}"
@@ -58,9 +71,6 @@ QA_RESULT_KEYS: tuple[str, ...] = (
 
 FORMAT_RESULT_KEYS: tuple[str, ...] = (*QA_RESULT_KEYS, "format_valid", "retrieval_hit")
 """Keys of ``compute_score_format``'s dict result."""
-
-DEFAULT_MAX_ANSWER_TAGS = 10
-DEFAULT_SPAM_FACTOR = 0.25
 
 normalize_answer = normalize_squad
 
@@ -89,144 +99,6 @@ def count_answer_tags(text: str) -> tuple[int, int]:
     return text.count("<answer>"), text.count("</answer>")
 
 
-# ------------------------------------------------------------------------------ the reward
-
-
-class _Outcome(NamedTuple):
-    reward: Any
-    answer: str | None
-    answer_tags: int
-    comparison: Comparison
-    paid_match: bool
-    """A match was paid (not too long)."""
-    penalized: bool
-
-
-_build = tuple.__new__  # NamedTuple(...) without its Python-level __new__, on the hot path
-
-
-def _penalize(score: Any, spam_factor: float) -> Any:
-    """``score * spam_factor``; at the default factor ``score / 4`` exactly as verl computes it,
-    which keeps the type of a ``Fraction`` or ``Decimal`` score."""
-    return score / 4 if spam_factor == DEFAULT_SPAM_FACTOR else score * spam_factor
-
-
-def _qa_outcome(
-    rule: str,
-    solution_str: str,
-    golds: Golds,
-    *,
-    format_score: Score = 0.0,
-    score: Score = 1.0,
-    max_answer_tags: PositiveInt = DEFAULT_MAX_ANSWER_TAGS,
-    spam_factor: Factor = DEFAULT_SPAM_FACTOR,
-    extract: ExtractMode = "last",
-    normalizer: str = "squad",
-    subem_word_boundary: bool = False,
-    max_answer_words: NonNegativeInt | None = None,
-    reject_empty_gold: bool = False,
-    penalize: bool = True,
-    with_f1: bool = True,
-    metric: Metric | None = None,
-    scan: TagScan | None = None,
-) -> _Outcome:
-    """The outcome of one response under the QA options (their defaults are verl's): verl's
-    decision table, for any match rule.
-
-    No answer: ``0``. A match that is not ``too_long``: ``score`` (times F1 for ``"f1"``, times
-    ``metric(answer, golds)`` for ``"metric"``), times ``spam_factor`` when ``penalize`` and the
-    response has more than ``max_answer_tags`` opening or closing answer tags. Otherwise
-    ``format_score``. ``rule`` is ``"em"``, ``"subem"``, ``"f1"`` or ``"metric"``; the options
-    after ``reject_empty_gold`` are set by the scorers, not by users: ``scan`` is the answer and
-    the tag counts when the scorer found them itself (else :func:`scan_tags` reads them).
-    """
-    answer, opening, closing = scan_tags(solution_str, "answer", extract) if scan is None else scan
-    comparison = compare(
-        answer,
-        golds,
-        normalizer,
-        subem_word_boundary,
-        max_answer_words,
-        reject_empty_gold,
-        with_f1 or rule == "f1",
-    )
-    answer_tags = opening if opening > closing else closing
-    if answer is None:
-        return _build(_Outcome, (0, None, answer_tags, comparison, False, False))
-    if rule == "em":
-        matched, paid = comparison.em, score
-    elif rule == "subem":
-        matched, paid = comparison.subem, score
-    elif rule == "f1":
-        matched, paid = comparison.f1 > 0, score * comparison.f1
-    else:
-        value = metric(answer, golds) if golds and metric else 0.0
-        matched, paid = value > 0, score * value
-    if not matched or comparison.too_long:
-        return _build(_Outcome, (format_score, answer, answer_tags, comparison, False, False))
-    if penalize and answer_tags > max_answer_tags:
-        penalized = _penalize(paid, spam_factor)
-        return _build(_Outcome, (penalized, answer, answer_tags, comparison, True, True))
-    return _build(_Outcome, (paid, answer, answer_tags, comparison, True, False))
-
-
-def _qa_result(outcome: _Outcome, acc: bool) -> dict[str, Any]:
-    comparison = outcome.comparison
-    # Conditional constants rather than float(bool): this runs once per sample.
-    return {
-        "score": float(outcome.reward),
-        "acc": 1.0 if acc else 0.0,
-        "em": 1.0 if comparison.em else 0.0,
-        "subem": 1.0 if comparison.subem else 0.0,
-        "f1": comparison.f1,
-        "answer_found": 0.0 if outcome.answer is None else 1.0,
-        "answer_tags": outcome.answer_tags,
-        "spam_penalized": 1.0 if outcome.penalized else 0.0,
-    }
-
-
-def _check_normalizer(options: Mapping[str, Any]) -> None:
-    if options["normalizer"] not in NORMALIZERS:
-        raise InvalidOption(
-            f"option 'normalizer' must be one of {', '.join(map(repr, sorted(NORMALIZERS)))}, "
-            f"got {options['normalizer']!r}"
-        )
-
-
-def _options_of(function: Callable[..., Any], *, drop: tuple[str, ...] = ()) -> list[Any]:
-    """The user-facing keyword-only parameters of ``function`` (annotations resolved)."""
-    return [
-        parameter
-        for parameter in inspect.signature(function, eval_str=True).parameters.values()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and parameter.name not in drop
-    ]
-
-
-_QA_PARAMETERS = _options_of(_qa_outcome, drop=("penalize", "with_f1", "metric", "scan"))
-"""The QA options, declared once on :func:`_qa_outcome`; the QA scorers take exactly these."""
-
-
-def _with_options(*extra: inspect.Parameter, base: list[Any] = _QA_PARAMETERS) -> Any:
-    """Give a ``(solution_str, golds, **options)`` scorer the signature the registry reads its
-    options from: ``base`` parameters then ``extra``."""
-    positional = [
-        inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        for n in ("solution_str", "golds")
-    ]
-
-    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
-        function.__signature__ = inspect.Signature([*positional, *base, *extra])  # type: ignore[attr-defined]
-        return function
-
-    return decorate
-
-
-def _keyword(name: str, default: Any, annotation: Any) -> inspect.Parameter:
-    return inspect.Parameter(
-        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
-    )
-
-
 # ---------------------------------------------------------------------------- router scorers
 
 
@@ -237,8 +109,8 @@ def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
 
     ``acc`` is the paid match: EM, within ``max_answer_words``.
     """
-    outcome = _qa_outcome("em", solution_str, golds, **options)
-    return _qa_result(outcome, outcome.paid_match)
+    outcome = qa_outcome("em", solution_str, golds, **options)
+    return qa_result(outcome, outcome.paid_match)
 
 
 @scorer("compute_score_subem", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer)
@@ -250,8 +122,8 @@ def score_subem(
 
     ``acc`` is the paid match: SubEM, within ``max_answer_words``.
     """
-    outcome = _qa_outcome("subem", solution_str, golds, penalize=penalize_subem, **options)
-    return _qa_result(outcome, outcome.paid_match)
+    outcome = qa_outcome("subem", solution_str, golds, penalize=penalize_subem, **options)
+    return qa_result(outcome, outcome.paid_match)
 
 
 @scorer("compute_score_f1", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer)
@@ -262,28 +134,14 @@ def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     No answer gives 0; the spam penalty multiplies a positive F1 reward. ``acc`` is EM
     (within ``max_answer_words``).
     """
-    outcome = _qa_outcome("f1", solution_str, golds, **options)
+    outcome = qa_outcome("f1", solution_str, golds, **options)
     comparison = outcome.comparison
-    return _qa_result(outcome, comparison.em and not comparison.too_long)
-
-
-_metrics: dict[Any, Metric] = {}
-"""Built metrics by name and option set: built (and checked) once, as the registry binds."""
-
-
-def _metric(name: str, options: Mapping[str, Any] | None) -> Metric:
-    key = (name, freeze(options or {}))
-    metric = _metrics.get(key)
-    if metric is None:
-        if len(_metrics) >= 256:
-            _metrics.clear()
-        metric = _metrics[key] = get_metric(name, **(options or {}))
-    return metric
+    return qa_result(outcome, comparison.em and not comparison.too_long)
 
 
 def _check_metric(options: Mapping[str, Any]) -> None:
     _check_normalizer(options)
-    _metric(options["metric"], options["metric_options"])
+    cached_metric(options["metric"], options["metric_options"])
 
 
 @scorer("compute_score_metric", SEARCH_R1_DATA_SOURCES, validate=_check_metric)
@@ -305,10 +163,10 @@ def score_metric(
     for F1), ``format_score`` when it is 0, 0 without an answer. ``metric_options`` are the
     metric's own options, checked against it. Keys and ``acc`` as ``compute_score_f1``.
     """
-    measure = _metric(metric, metric_options)
-    outcome = _qa_outcome("metric", solution_str, golds, metric=measure, **options)
+    measure = cached_metric(metric, metric_options)
+    outcome = qa_outcome("metric", solution_str, golds, metric=measure, **options)
     comparison = outcome.comparison
-    return _qa_result(outcome, comparison.em and not comparison.too_long)
+    return qa_result(outcome, comparison.em and not comparison.too_long)
 
 
 def _format_outcome(
@@ -329,7 +187,7 @@ def _format_outcome(
     subem_word_boundary: bool = False,
     max_answer_words: NonNegativeInt | None = None,
     reject_empty_gold: bool = False,
-) -> tuple[_Outcome, bool, bool]:
+) -> tuple[QAOutcome, bool, bool]:
     """Search-R1's ``qa_em_format.compute_score_em`` decision table; the format options.
 
     With s, f, r, S the structure, final-format and retrieval scores and ``score``: a valid
@@ -378,21 +236,11 @@ def _format_outcome(
         reward = structure_format_score
     else:
         reward = 0 if answer is None else final_format_score
-    outcome = _Outcome(reward, answer, max(tag_counts), comparison, correct, False)
+    outcome = QAOutcome(reward, answer, max(tag_counts), comparison, correct, False)
     return outcome, valid, hit
 
 
-def retrieval_hit(
-    blocks: Iterable[str],
-    golds: Golds,
-    normalizer: str,
-    word_boundary: bool,
-    reject_empty_gold: bool,
-) -> bool:
-    """A normalized gold inside a normalized retrieved block (under the SubEM guards)."""
-    normalize = get_normalizer(normalizer)
-    index = gold_index(golds, normalizer, reject_empty_gold)
-    return any(subem_match(normalize(block.strip()), index, word_boundary) for block in blocks)
+# ``retrieval_hit``, a gold inside a retrieved block, is the QA core's: the tool scorer's too.
 
 
 @scorer("compute_score_format", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer)
@@ -404,7 +252,7 @@ def score_format(solution_str: str, golds: Golds, **options: Any) -> dict[str, A
     invalid instead).
     """
     outcome, valid, retrieval_hit = _format_outcome(solution_str, golds, **options)
-    result = _qa_result(outcome, outcome.paid_match)
+    result = qa_result(outcome, outcome.paid_match)
     result["format_valid"] = 1.0 if valid else 0.0
     result["retrieval_hit"] = 1.0 if retrieval_hit else 0.0
     return result
@@ -441,7 +289,7 @@ def compute_score(
     """
     _checked("compute_score", options)
     golds = coerce_golds(ground_truth)
-    return _qa_outcome(
+    return qa_outcome(
         "em", solution_str, golds, format_score=format_score, score=score, with_f1=False, **options
     ).reward
 
@@ -463,7 +311,7 @@ def compute_score_subem(
     if options or penalize_subem is not False:
         _checked("compute_score_subem", {**options, "penalize_subem": penalize_subem})
     golds = coerce_golds(ground_truth)
-    return _qa_outcome(
+    return qa_outcome(
         "subem",
         solution_str,
         golds,
@@ -486,7 +334,7 @@ def compute_score_f1(
     """Token-F1 reward with the signature of the functions above (``method`` unused)."""
     _checked("compute_score_f1", options)
     golds = coerce_golds(ground_truth)
-    return _qa_outcome(
+    return qa_outcome(
         "f1", solution_str, golds, format_score=format_score, score=score, **options
     ).reward
 

@@ -29,7 +29,9 @@ is the QA reward of the final answer: a correct answer without any search is pai
 Search-R1 papers.
 
 ``extra_info["tool_rewards"]`` (what verl's tool agent loop collects from the tools'
-``execute``) counts by :func:`tool_reward_sum`'s rule.
+``execute``) counts by :func:`tool_reward_sum`'s rule. The answer reward, the QA options and the
+QA keys are those of the QA core (:mod:`reward_plugins.plugins.qa_core`), which the Search-R1
+scorers share.
 """
 
 from __future__ import annotations
@@ -46,15 +48,15 @@ from reward_plugins.config_reader import ConfigFileError, read_config_file
 from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.groundtruth import Golds
 from reward_plugins.options import PositiveInt, Score, describe_value, is_finite_number
-from reward_plugins.plugins.search_r1 import (
-    _check_normalizer,
-    _keyword,
-    _metric,
-    _qa_outcome,
-    _qa_result,
-    _with_options,
+from reward_plugins.plugins.qa_core import (
+    cached_metric,
+    check_normalizer,
+    keyword,
+    qa_outcome,
+    qa_result,
     retrieval_hit,
 )
+from reward_plugins.plugins.qa_core import with_options as _with_options
 from reward_plugins.registry import WILDCARD, scorer
 from reward_plugins.tool_trajectory import ToolCall, Trajectory, parse_trajectory
 from reward_plugins.tools.schema import SEARCH_TOOL_CLASSES, arguments_error
@@ -227,7 +229,7 @@ def final_answer(trajectory: Trajectory, text: str, extract: str) -> str | None:
 
 
 def _check(options: Mapping[str, Any]) -> None:
-    _check_normalizer(options)
+    check_normalizer(options)
     declared_tools(options["tool_config"])
     if options["invalid_call_penalty"] < 0:
         raise InvalidOption(
@@ -237,21 +239,21 @@ def _check(options: Mapping[str, Any]) -> None:
     if (options["answer_rule"] == "metric") != (options["metric"] is not None):
         raise InvalidOption("give 'metric' (a metric name) exactly when answer_rule='metric'")
     if options["metric"] is not None:
-        _metric(options["metric"], options["metric_options"])
+        cached_metric(options["metric"], options["metric_options"])
 
 
 _TOOL_PARAMETERS: list[inspect.Parameter] = [
-    _keyword("answer_rule", "em", AnswerRule),
-    _keyword("metric", None, str | None),
-    _keyword("metric_options", None, Mapping[str, Any] | None),
-    _keyword("invalid_format_score", None, Score | None),
-    _keyword("retrieval_score", 0.0, Score),
-    _keyword("search_bonus", 0.0, Score),
-    _keyword("invalid_call_penalty", 0.0, Score),
-    _keyword("max_tool_calls", 10, PositiveInt),
-    _keyword("tool_reward_weight", 0.0, Score),
-    _keyword("tool_config", None, str | None),
-    _keyword("extra_info", None, Mapping[str, Any] | None),
+    keyword("answer_rule", "em", AnswerRule),
+    keyword("metric", None, str | None),
+    keyword("metric_options", None, Mapping[str, Any] | None),
+    keyword("invalid_format_score", None, Score | None),
+    keyword("retrieval_score", 0.0, Score),
+    keyword("search_bonus", 0.0, Score),
+    keyword("invalid_call_penalty", 0.0, Score),
+    keyword("max_tool_calls", 10, PositiveInt),
+    keyword("tool_reward_weight", 0.0, Score),
+    keyword("tool_config", None, str | None),
+    keyword("extra_info", None, Mapping[str, Any] | None),
 ]
 
 
@@ -286,8 +288,8 @@ def score_tool(
     tool_rewards = tool_reward_sum(extra_info)
     trajectory = parse_trajectory(solution_str)
     answer = final_answer(trajectory, solution_str, qa_options.get("extract", "last"))
-    measure = None if metric is None else _metric(metric, metric_options)
-    outcome = _qa_outcome(
+    measure = None if metric is None else cached_metric(metric, metric_options)
+    outcome = qa_outcome(
         answer_rule,
         solution_str,
         golds,
@@ -298,7 +300,7 @@ def score_tool(
     )
     comparison = outcome.comparison
     acc = outcome.paid_match if answer_rule in ("em", "subem") else comparison.em
-    result = _qa_result(outcome, acc and not comparison.too_long)
+    result = qa_result(outcome, acc and not comparison.too_long)
 
     tools = declared_tools(tool_config)
     calls = trajectory.calls
