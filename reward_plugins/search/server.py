@@ -54,7 +54,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from reward_plugins.errors import InvalidInput
+from reward_plugins.errors import InvalidInput, RewardPluginsError
 from reward_plugins.search.index import Hit, SearchIndex
 
 logger = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ class Limits:
                 )
 
 
-class _Refusal(Exception):
+class _Refusal(RewardPluginsError):
     """A request answered with an error: ``status``, a one-line message, extra headers."""
 
     def __init__(self, status: int, message: str, headers: Sequence[tuple[str, str]] = ()) -> None:

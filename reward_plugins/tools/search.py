@@ -69,7 +69,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import uuid4
 
-from reward_plugins.errors import InvalidOption
+from reward_plugins.errors import InvalidOption, RewardPluginsError
 from reward_plugins.tools.schema import DEFAULT_SCHEMA, parse_parameters
 
 try:
@@ -229,7 +229,7 @@ _SECONDS_RANGES: dict[str, tuple[float, float, bool]] = {
 }
 
 
-class SearchFailed(Exception):
+class SearchFailed(RewardPluginsError):
     """One failed search: ``kind`` names the failure, ``retry`` says whether to try again."""
 
     def __init__(self, kind: str, message: str, retry: bool) -> None:
