@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any, NamedTuple
 
+from reward_plugins.cache import BUILT_METRICS, BoundedCache
 from reward_plugins.errors import InvalidOption
 from reward_plugins.extract import ExtractMode, TagScan, extract_tag, find_tag_spans, scan_tags
 from reward_plugins.groundtruth import Golds, coerce_golds
@@ -267,7 +268,7 @@ def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     return _qa_result(outcome, comparison.em and not comparison.too_long)
 
 
-_metrics: dict[Any, Metric] = {}
+_metrics: BoundedCache[Any, Metric] = BoundedCache(BUILT_METRICS)
 """Built metrics by name and option set: built (and checked) once, as the registry binds."""
 
 
@@ -275,8 +276,6 @@ def _metric(name: str, options: Mapping[str, Any] | None) -> Metric:
     key = (name, freeze(options or {}))
     metric = _metrics.get(key)
     if metric is None:
-        if len(_metrics) >= 256:
-            _metrics.clear()
         metric = _metrics[key] = get_metric(name, **(options or {}))
     return metric
 
