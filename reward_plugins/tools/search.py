@@ -129,8 +129,8 @@ def _seconds(key: str, value: object, low: float, high: float, *, above_low: boo
     range is refused before any conversion (:func:`~reward_plugins.options.is_finite_number`)."""
     bounds = f"({low:g}, {high:g}]" if above_low else f"[{low:g}, {high:g}]"
     if not is_finite_number(value):
-        real = isinstance(value, numbers.Real) and not isinstance(value, bool)
-        raise _bad(key, f"a {'finite ' if real else ''}number of seconds in {bounds}", value)
+        finite = "finite " if isinstance(value, float) else ""  # NaN or an infinity
+        raise _bad(key, f"a {finite}number of seconds in {bounds}", value)
     seconds = float(cast(numbers.Real, value))
     if not (low < seconds if above_low else low <= seconds) or seconds > high:
         raise _bad(key, f"a number of seconds in {bounds}", value)
