@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     from reward_plugins import rescore
     from reward_plugins.options import OptionSpec
 
-# The engine, the plugins and numpy are imported where a command needs them: `path`, `list`
-# and `--help` stay cheap. The arguments whose help or choices come from the library are added
-# when their command is chosen (_OneLineParser.later).
+# The engine, the plugins and numpy are imported where a command needs them, so that `path` and
+# `--help` stay cheap: the arguments whose help or choices come from the library are added when
+# their command is chosen (_OneLineParser.later), and --scorer is checked after parsing.
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
