@@ -6,7 +6,9 @@ memo is bounded, so that a long run with ever-new keys holds a fixed amount of m
 :class:`BoundedCache` empties itself when full (cheaper per lookup than an LRU, and the keys of
 a run come back soon after they are forgotten), the two memos of ground truths also count their
 bytes, and a few pure functions use :func:`functools.lru_cache`. Their sizes are the constants
-below; nothing else in the package states a cache limit.
+below; nothing else in the package states a cache limit (the retriever's result cache is
+sized by its ``--cache-mb`` option; the ``functools.cache`` memos are keyed by names from small
+fixed sets, such as normalizers).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ BUILT_METRICS = 256
 """Metrics built by name and option set for the QA scorers' ``metric=`` option."""
 
 SHARED_GROUND_TRUTHS = 4096
-"""Ground truths parsed once and shared by the rows of a dump (``rescore.rows``)."""
+"""Ground truths parsed once and shared by the rows of a dump (``rescore.rows``: its shared
+objects, and the ``lru_cache`` of its parser)."""
 
 GROUND_TRUTH_MEMO_ENTRIES = 4096
 GROUND_TRUTH_MEMO_BYTES = 64 * 1024 * 1024
