@@ -22,21 +22,18 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack, suppress
 from importlib import resources
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from reward_plugins import rescore
-from reward_plugins.options import OptionSpec
-from reward_plugins.registry import scorer_names
-from reward_plugins.rescore.files import (
-    PathError,
-    atomic_output,
-    check_summary_path,
-    check_writable_directory,
-    remove_temporaries,
-)
-from reward_plugins.rescore.messages import plural, printable
 from reward_plugins.search.index import DEFAULT_HEAP_MB
 from reward_plugins.search.server import Limits
+
+if TYPE_CHECKING:
+    from reward_plugins import rescore
+    from reward_plugins.options import OptionSpec
+
+# The engine, the plugins and numpy are imported where a command needs them, so that `path` and
+# `--help` stay cheap: the arguments whose help or choices come from the library are added when
+# their command is chosen (_OneLineParser.later), and --scorer is checked after parsing.
 
 ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
@@ -46,9 +43,6 @@ ADAPTER_FILES = {
 """Entry files that ``reward-plugins path TARGET`` locates, relative to the package directory."""
 
 DEMO_SAMPLE = "sample_rollouts.jsonl"
-COMPOSED_SCORER = "compute_score_composed"
-COMPARE_METHODS = ("bootstrap", "ar")
-"""The tests of ``compare`` (those of :mod:`reward_plugins.metrics.significance`)."""
 
 
 def parse_option(text: str) -> tuple[str, Any]:
@@ -83,7 +77,14 @@ def parse_option(text: str) -> tuple[str, Any]:
 
 class _OneLineParser(argparse.ArgumentParser):
     """Usage errors in one line, like every other error of the command (``--help`` shows the
-    usage)."""
+    usage).
+
+    ``later``: functions that add a command's arguments when the command is chosen (their
+    help and choices import the library), so that another command does not import it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.later: list[Callable[[argparse.ArgumentParser], None]] = []
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.partition(" ")[2]
@@ -91,11 +92,23 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"reward-plugins: error: {where}{message} (see {self.prog} --help)\n")
 
 
+class _Commands(argparse._SubParsersAction):
+    """The subcommands: the chosen one gets its :attr:`_OneLineParser.later` arguments."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        chosen = self._name_parser_map.get(values[0])
+        while isinstance(chosen, _OneLineParser) and chosen.later:
+            chosen.later.pop(0)(chosen)
+        super().__call__(parser, namespace, values, option_string)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
         prog="reward-plugins", description="Rule-based rewards for RL fine-tuning of LLMs."
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", action=_Commands
+    )
 
     score = commands.add_parser(
         "score",
@@ -120,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument(
         "--resume", action="store_true", help="skip the outputs of a run that are complete"
     )
-    _add_job_arguments(score)
+    score.later.append(_add_job_arguments)
     score.add_argument("--summary-json", type=Path, metavar="PATH", help="write the summary")
     score.set_defaults(handler=_score, command_parser=score)
 
@@ -134,10 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--png-dir", type=Path, metavar="DIR", help="where the PNGs go (default: HTML_pngs/)"
     )
-    report.add_argument(
-        "--examples", type=int, default=5, metavar="K", help="worst rows shown per indicator (5)"
-    )
-    _add_job_arguments(report)
+    report.later += [_add_report_arguments, _add_job_arguments]
     report.set_defaults(handler=_report, command_parser=report)
     compare = commands.add_parser(
         "compare",
@@ -155,26 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "second", type=Path, metavar="B", help="the other output, rows in any order"
     )
-    compare.add_argument(
-        "--prompt-column",
-        help="the column rows are paired by (default: input, else prompt)",
-    )
-    compare.add_argument(
-        "--ground-truth-column",
-        help="must be equal in paired rows (default: gts, ground_truth, reward_model.ground_truth)",
-    )
-    compare.add_argument(
-        "--method",
-        choices=COMPARE_METHODS,
-        default="bootstrap",
-        help="paired bootstrap resampling (default) or approximate randomization (ar)",
-    )
-    compare.add_argument(
-        "--samples", type=int, metavar="N", help="resamples or trials (1000 bootstrap, 10000 ar)"
-    )
-    compare.add_argument(
-        "--seed", type=int, default=12345, metavar="S", help="(12345, sacrebleu's)"
-    )
+    compare.later.append(_add_compare_arguments)
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.set_defaults(handler=_compare, command_parser=compare)
 
@@ -299,11 +290,62 @@ def _add_bad_lines_argument(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_compare_arguments(command: argparse.ArgumentParser) -> None:
+    """The options of ``compare``: the pairing columns and the test."""
+    from reward_plugins.metrics.significance import DEFAULT_SAMPLES, DEFAULT_SEED, METHODS
+    from reward_plugins.rescore.compare import PROMPT_COLUMNS
+    from reward_plugins.rescore.rows import GROUND_TRUTH_COLUMNS
+
+    command.add_argument(
+        "--prompt-column",
+        help=f"the column rows are paired by (default: {', else '.join(PROMPT_COLUMNS)})",
+    )
+    command.add_argument(
+        "--ground-truth-column",
+        help=f"must be equal in paired rows (default: {', '.join(GROUND_TRUTH_COLUMNS)})",
+    )
+    command.add_argument(
+        "--method",
+        choices=METHODS,
+        default=METHODS[0],
+        help="paired bootstrap resampling (default) or approximate randomization (ar)",
+    )
+    samples = ", ".join(f"{count} {method}" for method, count in DEFAULT_SAMPLES.items())
+    command.add_argument(
+        "--samples", type=int, metavar="N", help=f"resamples or trials ({samples})"
+    )
+    command.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, metavar="S", help=f"({DEFAULT_SEED}, sacrebleu's)"
+    )
+
+
+def _add_report_arguments(command: argparse.ArgumentParser) -> None:
+    """The options of ``report`` beside the job's: what its tables show."""
+    from reward_plugins.rescore.report import DEFAULT_EXAMPLES
+
+    command.add_argument(
+        "--examples",
+        type=int,
+        default=DEFAULT_EXAMPLES,
+        metavar="K",
+        help=f"example rows shown per indicator ({DEFAULT_EXAMPLES})",
+    )
+
+
 def _add_job_arguments(command: argparse.ArgumentParser) -> None:
-    """The options ``score`` and ``report`` share: the scorer, the columns, the execution."""
+    """The options ``score`` and ``report`` share: the scorer, the columns, the execution.
+
+    ``--scorer`` is checked after parsing (:func:`_check_scorer`): a list of choices would load
+    every plugin for every command."""
+    from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
+    from reward_plugins.rescore.rows import (
+        DATA_SOURCE_COLUMN,
+        GROUND_TRUTH_COLUMNS,
+        RESPONSE_COLUMNS,
+    )
+
     command.add_argument(
         "--scorer",
-        choices=scorer_names(),
         metavar="NAME",
         help="a registered scorer (compute_score; `reward-plugins list` shows them all)",
     )
@@ -322,12 +364,10 @@ def _add_job_arguments(command: argparse.ArgumentParser) -> None:
         help="scorer option, as in verl's reward_kwargs (repeatable; values parsed as JSON)",
     )
     command.add_argument("--data-source", help="of every row (verl dumps have no such column)")
-    command.add_argument("--data-source-column", help="default: data_source")
+    command.add_argument("--data-source-column", help=f"default: {DATA_SOURCE_COLUMN}")
+    command.add_argument("--response-column", help=f"default: {'/'.join(RESPONSE_COLUMNS)}")
     command.add_argument(
-        "--response-column", help="default: output/response/responses/solution_str"
-    )
-    command.add_argument(
-        "--ground-truth-column", help="default: gts, ground_truth, reward_model.ground_truth"
+        "--ground-truth-column", help=f"default: {', '.join(GROUND_TRUTH_COLUMNS)}"
     )
     command.add_argument(
         "--on-error",
@@ -353,6 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
     parser = _parser()
     args = parser.parse_args(argv)
+    _check_scorer(args)
     # SIGTERM cleans up as Ctrl-C does; over `ulimit -f` a write fails with an OSError to report
     # instead of a core dump. Signal handlers can only be set in the main thread.
     handlers: dict[int, Any] = {signal.SIGTERM: _terminate}
@@ -364,10 +405,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args, args.command_parser)
     except KeyboardInterrupt:
-        remove_temporaries()
+        _remove_temporaries()
         return _error("interrupted; no output was left half-written", 130)
     except _Terminated:
-        remove_temporaries()
+        _remove_temporaries()
         return _error("terminated; no output was left half-written", 143)
     except BrokenPipeError:  # stdout closed early (`| head`): not an error of the job
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -378,6 +419,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def _check_scorer(args: argparse.Namespace) -> None:
+    """A usage error (one line, exit 2) for a ``--scorer`` no plugin registers: the message
+    lists the registered scorers and the closest name."""
+    if getattr(args, "scorer", None) is None:
+        return
+    from reward_plugins.errors import UnknownScorer
+    from reward_plugins.registry import registrations_named
+
+    try:
+        registrations_named(args.scorer)
+    except UnknownScorer as error:
+        args.command_parser.error(f"argument --scorer: {error}")
+
+
+def _remove_temporaries() -> None:
+    from reward_plugins.rescore.files import remove_temporaries
+
+    remove_temporaries()
+
+
 def _error(message: str, code: int) -> int:
     print(f"reward-plugins: error: {message}", file=sys.stderr)
     return code
@@ -386,7 +447,9 @@ def _error(message: str, code: int) -> int:
 def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from reward_plugins.config_reader import ConfigFileError, describe_source
     from reward_plugins.errors import RewardPluginsError
+    from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
     from reward_plugins.plugins.composed import recipe_of
+    from reward_plugins.rescore.files import PathError
     from reward_plugins.router import check_options
     from reward_plugins.verl_config import (
         RewardNotRead,
@@ -589,6 +652,9 @@ def _retriever_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 def _job(
     args: argparse.Namespace, parser: argparse.ArgumentParser, inputs: Sequence[Any]
 ) -> rescore.ScoreJob:
+    from reward_plugins import rescore
+    from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
+
     if args.ray_address and args.backend != "ray":
         parser.error("--ray-address needs --backend ray")
     if args.data_source is not None and args.data_source_column is not None:
@@ -644,6 +710,9 @@ def _checked_recipe(recipe: str, parser: argparse.ArgumentParser) -> str:
 
 
 def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins import rescore
+    from reward_plugins.rescore.files import PathError, atomic_output, check_summary_path
+
     if args.demo == bool(args.inputs):
         parser.error("give INPUT, or --demo (not both)")
     if args.output is None and not args.demo:
@@ -673,7 +742,10 @@ def _score(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins import rescore
     from reward_plugins.rescore import report
+    from reward_plugins.rescore.files import PathError, check_writable_directory
+    from reward_plugins.rescore.messages import printable
     from reward_plugins.router import result_schema
 
     if not args.output.name.endswith((".html", ".htm")):
@@ -711,6 +783,8 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def _run_with_progress(
     job: rescore.ScoreJob, show: bool, on_described: Callable[[Any], None] | None = None
 ) -> dict[str, Any]:
+    from reward_plugins import rescore
+
     if not show:
         return rescore.run(job, on_described=on_described)
     from tqdm import tqdm
@@ -728,6 +802,9 @@ def _interval(metric: dict[str, float]) -> str:
 def format_summary(summary: dict[str, Any]) -> str:
     """The summary as printed: the job, skipped rows, then each metric per data source (a lone
     surrogate in a data source or a path shown as its escape)."""
+    from reward_plugins import rescore
+    from reward_plugins.rescore.messages import plural, printable
+
     resumed, changed = summary["resumed_files"], summary["changed_outputs"]
     if resumed and len(resumed) == summary["files"]:
         return printable(
@@ -793,7 +870,10 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from reward_plugins.metrics import paired_test_values
+    from reward_plugins.metrics.significance import DEFAULT_SAMPLES
+    from reward_plugins.rescore import RescoreError
     from reward_plugins.rescore.compare import CompareRefused, paired_columns
+    from reward_plugins.rescore.files import PathError
 
     if args.samples is not None and args.samples < 1:
         parser.error(f"--samples must be at least 1, got {args.samples}")
@@ -805,10 +885,10 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
     except CompareRefused as error:
         return _error(f"compare: {error}", 1)
-    except (rescore.RescoreError, PathError) as error:
+    except (RescoreError, PathError) as error:
         return _error(f"compare: {error}", 2)
     results: dict[str, dict[str, Any]] = {}
-    samples = args.samples or {"bootstrap": 1000, "ar": 10000}[args.method]
+    samples = args.samples or DEFAULT_SAMPLES[args.method]
     for name, column in pairing.columns.items():
         result = paired_test_values(
             column.values_a,
@@ -845,6 +925,8 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def format_comparison(report: Mapping[str, Any]) -> str:
     """The report of ``compare`` as printed: the setting, then one aligned line per column."""
+    from reward_plugins.rescore.messages import plural, printable
+
     test = {"bootstrap": "paired bootstrap resampling", "ar": "approximate randomization"}
     unit = {"bootstrap": "resamples", "ar": "trials"}
     by = report["paired_by"]

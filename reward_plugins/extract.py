@@ -19,6 +19,8 @@ import re
 from functools import lru_cache
 from typing import Literal
 
+from reward_plugins.cache import TAG_PATTERNS
+
 try:  # the C twin of scan_tags_python, built at install time where a compiler is available
     from reward_plugins._speedups import scan_tags as _compiled_scan
 except ImportError:
@@ -137,6 +139,6 @@ def find_tag_spans(text: str, tag: str = "answer") -> list[str]:
     return _span_pattern(tag).findall(text, 0, last_closer + len(closer))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=TAG_PATTERNS)
 def _span_pattern(tag: str) -> re.Pattern[str]:
     return re.compile(f"<{re.escape(tag)}>(.*?)</{re.escape(tag)}>", re.DOTALL)

@@ -38,6 +38,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reward_plugins import cache
 from reward_plugins.errors import InvalidGroundTruth
 
 Golds = tuple[str, ...]
@@ -57,10 +58,10 @@ def _invalid(data_source: str | None, field: str, value: object, why: str) -> In
     return InvalidGroundTruth(f"{where}{field} {why}, got {_type_name(value)}: {shown}")
 
 
-_MEMO_SIZE = 4096
+_MEMO_SIZE = cache.GROUND_TRUTH_MEMO_ENTRIES
 """The most entries the memo holds; it is cleared when adding one would exceed this."""
 
-MEMO_BYTE_BUDGET = 64 * 1024 * 1024
+MEMO_BYTE_BUDGET = cache.GROUND_TRUTH_MEMO_BYTES
 """The most bytes (64 MiB, as estimated by :func:`_entry_bytes`) that the memo keeps alive.
 
 The memo is cleared when adding an entry would exceed this, and a ground truth whose entry alone

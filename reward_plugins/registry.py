@@ -40,6 +40,7 @@ from importlib.metadata import entry_points
 from types import MappingProxyType
 from typing import Any, Literal
 
+from reward_plugins.cache import BOUND_OPTION_SETS, BoundedCache
 from reward_plugins.errors import (
     InvalidOption,
     PluginError,
@@ -76,8 +77,6 @@ CONTEXT_KEYWORDS = frozenset({"extra_info", "data_source"})
 Validator = Callable[[Mapping[str, Any]], None]
 Result = dict[str, Any]
 
-_MAX_BOUND_OPTION_SETS = 1024
-
 
 @dataclass(eq=False)
 class Registration:
@@ -99,7 +98,9 @@ class Registration:
     it; read through :attr:`Bound.results`."""
     default: Bound | None = field(default=None, repr=False)
     """The scorer bound without options, once a call has made it."""
-    _bound: dict[Any, Bound] = field(default_factory=dict, repr=False)
+    _bound: BoundedCache[Any, Bound] = field(
+        default_factory=lambda: BoundedCache(BOUND_OPTION_SETS), repr=False
+    )
     """The scorer bound with each other option set, by :func:`~reward_plugins.options.freeze`."""
 
     @property
@@ -140,8 +141,6 @@ class Registration:
         if not options:
             self.default = bound
         elif key is not None:
-            if len(self._bound) >= _MAX_BOUND_OPTION_SETS:
-                self._bound.clear()
             self._bound[key] = bound
         return bound
 

@@ -242,15 +242,16 @@ def test_bad_option_value_fails_before_scoring(tmp_path: Path) -> None:
 
 
 def test_unknown_scorer(tmp_path: Path) -> None:
-    """``--scorer`` takes the registered names as argparse choices: a one-line usage error."""
+    """``--scorer`` is checked after parsing, against the registry: a one-line usage error that
+    lists the registered scorers and the closest name."""
     source = write_jsonl(tmp_path / "rows.jsonl", training_rows(3))
     result = run_cli("score", source, "-o", tmp_path / "out.jsonl", "--scorer", "compute_scor")
     assert result.returncode == 2
     assert result.stdout == ""
-    choices = ", ".join(map(repr, scorer_names()))
     assert result.stderr == (
-        "reward-plugins: error: score: argument --scorer: invalid choice: 'compute_scor' "
-        f"(choose from {choices}) (see reward-plugins score --help)\n"
+        "reward-plugins: error: score: argument --scorer: no scorer is registered as "
+        "'compute_scor'; did you mean 'compute_score'? Registered scorers: "
+        f"{', '.join(scorer_names())} (see reward-plugins score --help)\n"
     )
     assert {"compute_score", "compute_score_format", "compute_score_metric"} <= set(scorer_names())
     assert leftover_files(tmp_path, {"rows.jsonl"}) == set()

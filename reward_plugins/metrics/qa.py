@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from reward_plugins import cache
 from reward_plugins.errors import InvalidGroundTruth, InvalidInput
 from reward_plugins.metrics.base import (
     DEFAULT_NORMALIZER,
@@ -113,8 +114,8 @@ def _count_tokens(tokens: list[str]) -> dict[str, int]:
     return counts
 
 
-_GOLD_CACHE_SIZE = 4096
-GOLD_INDEX_BYTE_BUDGET = 64 * 1024 * 1024
+_GOLD_CACHE_SIZE = cache.GOLD_INDEX_ENTRIES
+GOLD_INDEX_BYTE_BUDGET = cache.GOLD_INDEX_BYTES
 """The gold indexes kept stay within an estimated 64 MiB (and 4096 per normalizer). Each counts
 200 bytes, four times the size of its golds (the key, the normalized golds, the padded copies)
 and 256 bytes a token (F1's token sets and counts); one estimated above a quarter of the budget

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from reward_plugins.cache import RECIPE_BINDINGS, RECIPES, BoundedCache
 from reward_plugins.config_reader import ConfigFileError, describe_source, read_config_file
 from reward_plugins.errors import InvalidOption, PluginError, RewardPluginsError
 from reward_plugins.options import SCORE_LIMIT, Range, Score, describe_value, finite_number, freeze
@@ -79,7 +80,9 @@ class Recipe:
     origin: str
     """Where it came from, for messages: ``components`` or the recipe's name or path."""
     description: str = ""
-    _bound: dict[str, tuple[Bound, ...]] = field(default_factory=dict, repr=False)
+    _bound: BoundedCache[str, tuple[Bound, ...]] = field(
+        default_factory=lambda: BoundedCache(RECIPE_BINDINGS), repr=False
+    )
 
     @property
     def primary(self) -> int:
@@ -117,8 +120,6 @@ class Recipe:
                 ).bind(component.options)
                 for index, component in enumerate(self.components)
             )
-            if len(self._bound) >= 256:
-                self._bound.clear()
             self._bound[data_source] = bound
         return bound
 
@@ -364,9 +365,9 @@ def _plain(value: Any) -> Any:
 # ----------------------------------------------------------------------------- the scorer
 
 
-_recipes: dict[Any, Recipe] = {}
+_recipes: BoundedCache[Any, Recipe] = BoundedCache(RECIPES)
 """Built recipes by option set, so each call finds its recipe without rebuilding it."""
-_by_identity: dict[int, tuple[Any, Recipe]] = {}
+_by_identity: BoundedCache[int, tuple[Any, Recipe]] = BoundedCache(RECIPES)
 """The same, by the identity of the bound ``components`` object (each call passes the same)."""
 
 
@@ -389,9 +390,6 @@ def recipe_of(
     built = _recipes.get(key)
     if built is None:
         built = _build(components, recipe, combine, scale)
-        if len(_recipes) >= 256:
-            _recipes.clear()
-            _by_identity.clear()
         _recipes[key] = built
     _by_identity[id(source)] = (source, built)
     return built

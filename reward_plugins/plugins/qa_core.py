@@ -25,6 +25,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
+from reward_plugins.cache import BUILT_METRICS, BoundedCache
 from reward_plugins.errors import InvalidOption
 from reward_plugins.extract import ExtractMode, TagScan, scan_tags
 from reward_plugins.groundtruth import Golds
@@ -37,10 +38,6 @@ DEFAULT_MAX_ANSWER_TAGS = 10
 """verl's ``max_answer_tags``: more opening or closing answer tags than this is spam."""
 DEFAULT_SPAM_FACTOR = 0.25
 """verl's penalty factor on a spammed match (it divides by 4)."""
-MAX_CACHED_METRICS = 256
-"""The most built metrics :func:`cached_metric` keeps (it empties itself when full)."""
-
-
 class QAOutcome(NamedTuple):
     """What :func:`qa_outcome` decided for one response."""
 
@@ -185,13 +182,13 @@ def check_normalizer(options: Mapping[str, Any]) -> None:
         )
 
 
-_metrics: dict[Any, Metric] = {}
+_metrics: BoundedCache[Any, Metric] = BoundedCache(BUILT_METRICS)
 
 
 def cached_metric(name: str, options: Mapping[str, Any] | None) -> Metric:
     """The metric ``name`` of :mod:`reward_plugins.metrics` built with ``options``: built (and
     checked) once per option set, as the registry binds, then reused (at most
-    :data:`MAX_CACHED_METRICS` are kept).
+    :data:`reward_plugins.cache.BUILT_METRICS` are kept).
 
     Raises:
         InvalidOption: an unknown metric, or an option it refuses.
@@ -199,8 +196,6 @@ def cached_metric(name: str, options: Mapping[str, Any] | None) -> Metric:
     key = (name, freeze(options or {}))
     metric = _metrics.get(key)
     if metric is None:
-        if len(_metrics) >= MAX_CACHED_METRICS:
-            _metrics.clear()
         metric = _metrics[key] = get_metric(name, **(options or {}))
     return metric
 

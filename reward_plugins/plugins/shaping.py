@@ -31,6 +31,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
+from reward_plugins.cache import SCRIPT_RANGES
 from reward_plugins.errors import InvalidOption
 from reward_plugins.extract import ExtractMode, scan_tags
 from reward_plugins.options import SCORE_LIMIT, PositiveInt, Range
@@ -337,7 +338,7 @@ bars U+FF5C of DeepSeek's ``end▁of▁sentence`` token). No match attempt reads
 _ASCII_LETTERS = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z") + 1))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=SCRIPT_RANGES)
 def _script_ranges(scripts: frozenset[str]) -> tuple[list[int], list[int]]:
     """``(starts, ends)`` of the merged ranges of ``scripts``, sorted, for a bisection."""
     starts: list[int] = []

@@ -58,7 +58,7 @@ Progress = Callable[[int], None]
 """Called with the number of rows just handled."""
 
 
-class RescoreError(Exception):
+class RescoreError(RewardPluginsError):
     """A job that cannot run as asked: bad arguments or paths, a missing dependency."""
 
 
@@ -418,7 +418,7 @@ def _parquet_output(
     return batch
 
 
-class DataError(Exception):
+class DataError(RewardPluginsError, ValueError):
     """Rows that cannot be written in the output's format (raised in a worker)."""
 
 

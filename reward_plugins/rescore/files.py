@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reward_plugins.errors import RewardPluginsError
 from reward_plugins.rescore.messages import plural
 
 FORMATS: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
@@ -35,7 +36,7 @@ _TEMP_SUFFIX = ".reward-plugins.tmp"
 _STEP_NAME = re.compile(r"(\d+)(\.jsonl|\.jsonl\.gz|\.parquet)$")
 
 
-class PathError(Exception):
+class PathError(RewardPluginsError, ValueError):
     """A path that cannot be used as asked; the message names the user's path and the reason."""
 
 

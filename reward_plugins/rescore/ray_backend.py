@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from reward_plugins.errors import RewardPluginsError
+
 __all__ = ["RayUnavailable", "ray_session"]
 
 _QUIET_LOGGERS = ("ray", "ray.data")
@@ -54,7 +56,7 @@ _H2_FRAME_HEADER = 9
 _H2_SETTINGS = 0x4
 
 
-class RayUnavailable(Exception):
+class RayUnavailable(RewardPluginsError, RuntimeError):
     """Ray cannot be reached at an address, or a local instance cannot be started.
 
     The message is one line: ``cannot reach Ray at HOST:PORT: <reason>; <hint>`` (or
@@ -62,7 +64,7 @@ class RayUnavailable(Exception):
     """
 
 
-class _ProbeFailed(Exception):
+class _ProbeFailed(RewardPluginsError):
     """A probe step failed; the message is the reason, worded for :class:`RayUnavailable`.
 
     ``hint`` replaces the default advice at the end of the message.

@@ -54,7 +54,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from reward_plugins.errors import InvalidInput
+from reward_plugins.errors import InvalidInput, RewardPluginsError
+from reward_plugins.options import is_finite_number
 from reward_plugins.search.index import Hit, SearchIndex
 
 logger = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ class Limits:
             value = getattr(self, spec.name)
             low = 0 if spec.name == "cache_mb" else 1 if spec.type == "int" else 1e-3
             integer = spec.type == "int"
-            numeric = isinstance(value, int | float) and not isinstance(value, bool)
+            numeric = is_finite_number(value)
             if not numeric or (integer and not isinstance(value, int)) or not low <= value < 1e9:
                 kind = "an int" if integer else "a number"
                 raise InvalidInput(
@@ -132,7 +133,7 @@ class Limits:
                 )
 
 
-class _Refusal(Exception):
+class _Refusal(RewardPluginsError):
     """A request answered with an error: ``status``, a one-line message, extra headers."""
 
     def __init__(self, status: int, message: str, headers: Sequence[tuple[str, str]] = ()) -> None:

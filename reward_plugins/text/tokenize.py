@@ -41,6 +41,7 @@ import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from reward_plugins.cache import TOKENS
 from reward_plugins.errors import InvalidOption
 
 Tokenizer = Callable[[str], list[str]]
@@ -111,7 +112,7 @@ _13A_CONTEXT_CHARACTER = re.compile(r"[.,-]")
 _13A_ENTITIES = (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"))
 
 
-@functools.lru_cache(maxsize=2**16)
+@functools.lru_cache(maxsize=TOKENS)
 def _tokenize_13a_word(word: str) -> str:
     """Apply the four 13a substitution passes to one whitespace-free word; tokens joined by " ".
 
@@ -289,7 +290,7 @@ def _rouge_score_stemmer() -> Callable[[str], str]:
         ) from error
     stemmer = PorterStemmer()
 
-    @functools.lru_cache(maxsize=2**16)
+    @functools.lru_cache(maxsize=TOKENS)
     def stem(token: str) -> str:
         stemmed = stemmer.stem(token) if len(token) >= _ROUGE_MIN_STEM_LENGTH else token
         return stemmed if _ROUGE_VALID.fullmatch(stemmed) else ""

@@ -58,18 +58,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
+import numbers
 import os
 import re
 import time
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 from uuid import uuid4
 
-from reward_plugins.errors import InvalidOption
+from reward_plugins.errors import InvalidOption, RewardPluginsError
+from reward_plugins.options import is_finite_number
 from reward_plugins.tools.schema import DEFAULT_SCHEMA, parse_parameters
 
 try:
@@ -124,16 +125,16 @@ def _integer(key: str, value: object, low: int, high: int) -> int:
 
 
 def _seconds(key: str, value: object, low: float, high: float, *, above_low: bool) -> float:
-    """A finite number of seconds in ``(low, high]`` or ``[low, high]``; a huge int is compared
-    as it is, never converted."""
+    """A finite number of seconds in ``(low, high]`` or ``[low, high]``; an int beyond a float's
+    range is refused before any conversion (:func:`~reward_plugins.options.is_finite_number`)."""
     bounds = f"({low:g}, {high:g}]" if above_low else f"[{low:g}, {high:g}]"
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_finite_number(value):
+        finite = "finite " if isinstance(value, float) else ""  # NaN or an infinity
+        raise _bad(key, f"a {finite}number of seconds in {bounds}", value)
+    seconds = float(cast(numbers.Real, value))
+    if not (low < seconds if above_low else low <= seconds) or seconds > high:
         raise _bad(key, f"a number of seconds in {bounds}", value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _bad(key, f"a finite number of seconds in {bounds}", value)
-    if not (low < value if above_low else low <= value) or value > high:
-        raise _bad(key, f"a number of seconds in {bounds}", value)
-    return float(value)
+    return seconds
 
 
 def _is_url(url: object) -> bool:
@@ -229,7 +230,7 @@ _SECONDS_RANGES: dict[str, tuple[float, float, bool]] = {
 }
 
 
-class SearchFailed(Exception):
+class SearchFailed(RewardPluginsError):
     """One failed search: ``kind`` names the failure, ``retry`` says whether to try again."""
 
     def __init__(self, kind: str, message: str, retry: bool) -> None:

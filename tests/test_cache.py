@@ -1,0 +1,50 @@
+"""The bounded cache helper, and the package's memos bounded by the limits of
+:mod:`reward_plugins.cache`."""
+
+from __future__ import annotations
+
+from reward_plugins import cache
+from reward_plugins.cache import BoundedCache
+from reward_plugins.plugins import composed, search_r1
+from reward_plugins.registry import registrations_named
+
+
+def test_empties_itself_when_a_new_key_would_pass_the_limit() -> None:
+    memo = BoundedCache[int, str](3)
+    for key in range(3):
+        memo[key] = str(key)
+    assert dict(memo) == {0: "0", 1: "1", 2: "2"}
+    memo[1] = "one"  # a key it holds: replaced, nothing forgotten
+    assert dict(memo) == {0: "0", 1: "one", 2: "2"}
+    memo[3] = "3"
+    assert dict(memo) == {3: "3"} and memo.limit == 3
+    assert memo.get(0) is None and 3 in memo
+
+
+def test_a_long_run_of_new_keys_stays_within_the_limit() -> None:
+    memo = BoundedCache[int, int](10)
+    sizes = set()
+    for key in range(1000):
+        memo[key] = key
+        sizes.add(len(memo))
+    assert sizes == set(range(1, 11))
+    assert dict(memo) == {key: key for key in range(990, 1000)}
+
+
+def test_the_option_sets_of_a_scorer_are_bounded() -> None:
+    (registration,) = registrations_named("compute_score")
+    assert registration._bound.limit == cache.BOUND_OPTION_SETS
+    for score in range(cache.BOUND_OPTION_SETS + 5):
+        registration.bind({"score": 1 + score / 10_000})
+    assert 1 <= len(registration._bound) <= cache.BOUND_OPTION_SETS
+
+
+def test_recipes_and_metrics_are_bounded() -> None:
+    assert composed._recipes.limit == composed._by_identity.limit == cache.RECIPES
+    assert search_r1._metrics.limit == cache.BUILT_METRICS
+    # a fresh, equal components list on every call: the identity memo no longer grows without
+    # end (it was emptied only with the recipes, which an equal list never adds to)
+    components = [{"scorer": "compute_score", "as": "em", "weight": 1.0}]
+    for _ in range(cache.RECIPES + 10):
+        composed.recipe_of(components=[dict(c) for c in components])
+    assert len(composed._by_identity) <= cache.RECIPES
