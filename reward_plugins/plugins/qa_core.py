@@ -38,6 +38,8 @@ DEFAULT_MAX_ANSWER_TAGS = 10
 """verl's ``max_answer_tags``: more opening or closing answer tags than this is spam."""
 DEFAULT_SPAM_FACTOR = 0.25
 """verl's penalty factor on a spammed match (it divides by 4)."""
+
+
 class QAOutcome(NamedTuple):
     """What :func:`qa_outcome` decided for one response."""
 
