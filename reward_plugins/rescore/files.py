@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import gzip
 import hashlib
-import io
 import json
 import os
 import re
@@ -25,33 +23,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reward_plugins.rescore.formats import SUFFIXES, Format, format_named
 from reward_plugins.rescore.messages import plural
 
-FORMATS: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
 MANIFEST_NAME = ".reward-plugins-manifest.json"
 """The manifest of complete outputs, in an output directory (see :class:`Manifest`)."""
 
 _TEMP_SUFFIX = ".reward-plugins.tmp"
-_STEP_NAME = re.compile(r"(\d+)(\.jsonl|\.jsonl\.gz|\.parquet)$")
+_STEP_NAME = re.compile(rf"(\d+)({'|'.join(map(re.escape, SUFFIXES))})$")
 
 
 class PathError(Exception):
     """A path that cannot be used as asked; the message names the user's path and the reason."""
 
 
-def file_format(path: Path, role: str = "input") -> str:
-    """``".jsonl"``, ``".jsonl.gz"`` or ``".parquet"``, from the name.
+def file_format(path: Path, role: str = "input") -> Format:
+    """The format of ``path``, from its name (see :data:`formats.FORMATS`).
 
     Raises:
         PathError: another extension (the message names the ``role``, input or output).
     """
-    for suffix in FORMATS:
-        if path.name.endswith(suffix):
-            return suffix
-    raise PathError(
-        f"{role} {path}: unsupported format {''.join(path.suffixes) or '(no extension)'!r}; "
-        f"use {', '.join(FORMATS)}"
-    )
+    found = format_named(path.name)
+    if found is None:
+        raise PathError(
+            f"{role} {path}: unsupported format {''.join(path.suffixes) or '(no extension)'!r}; "
+            f"use {', '.join(SUFFIXES)}"
+        )
+    return found
 
 
 def _run_order(path: Path) -> tuple[int, int, str]:
@@ -62,7 +60,7 @@ def _run_order(path: Path) -> tuple[int, int, str]:
 
 def _data_files(directory: Path) -> list[Path]:
     return sorted(
-        (p for p in directory.iterdir() if p.is_file() and p.name.endswith(FORMATS)),
+        (p for p in directory.iterdir() if p.is_file() and p.name.endswith(SUFFIXES)),
         key=_run_order,
     )
 
@@ -85,7 +83,7 @@ def resolve_inputs(specs: Sequence[str | Path]) -> tuple[list[Path], bool]:
         if path.is_dir():
             found = _data_files(path)
             if not found:
-                raise PathError(f"input {path}: the directory has no {', '.join(FORMATS)} files")
+                raise PathError(f"input {path}: the directory has no {', '.join(SUFFIXES)} files")
             files += found
             run = True
         elif path.is_file():
@@ -93,9 +91,9 @@ def resolve_inputs(specs: Sequence[str | Path]) -> tuple[list[Path], bool]:
             files.append(path)
         elif glob.has_magic(str(spec)):
             matches = [Path(m) for m in glob.glob(str(spec)) if Path(m).is_file()]
-            found = sorted((m for m in matches if m.name.endswith(FORMATS)), key=_run_order)
+            found = sorted((m for m in matches if m.name.endswith(SUFFIXES)), key=_run_order)
             if not found:
-                raise PathError(f"input {spec}: the pattern matches no {', '.join(FORMATS)} file")
+                raise PathError(f"input {spec}: the pattern matches no {', '.join(SUFFIXES)} file")
             files += found
             run = True
         else:
@@ -134,7 +132,7 @@ def plan_outputs(
                 f"output {output}: not a directory (a run of {files} is written to "
                 "a directory, one file per input; --merge writes one file)"
             )
-        if not output.exists() and output.name.endswith(FORMATS):
+        if not output.exists() and output.name.endswith(SUFFIXES):
             raise PathError(
                 f"output {output}: names a file, but a run of {files} is written to "
                 f"a directory, one file per input: give --merge to write them all to {output}, "
@@ -180,13 +178,20 @@ def check_writable_directory(directory: Path, role: str) -> None:
             if not parent.is_dir():
                 raise PathError(f"{role}: {parent} is a file, not a directory")
             break
+    pattern = (directory, _temporary_prefix(_PROBE_NAME))
+    _writing.add(pattern)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        descriptor, probe = tempfile.mkstemp(prefix=".", suffix=_TEMP_SUFFIX, dir=directory)
+        descriptor, probe = tempfile.mkstemp(prefix=pattern[1], suffix=_TEMP_SUFFIX, dir=directory)
         os.close(descriptor)
         os.unlink(probe)
     except OSError as error:
         raise PathError(f"{role}: cannot write in {directory}: {error.strerror or error}") from None
+    except BaseException:  # interrupted: leave no probe behind
+        _remove_matching(*pattern)
+        raise
+    finally:
+        _writing.discard(pattern)
 
 
 def check_summary_path(path: Path) -> None:
@@ -210,16 +215,24 @@ _writing: set[tuple[Path, str]] = set()
 is created, so that a signal arriving at any moment leaves none behind."""
 
 
-def _temporary_prefix(target: Path) -> str:
-    return f".{target.name}.{os.getpid()}."
+_PROBE_NAME = "reward-plugins-probe"
+"""The name whose temporary files prove a directory writable (:func:`check_writable_directory`)."""
+
+
+def _temporary_prefix(name: str) -> str:
+    """The start of the names of this process's temporary files for the file ``name``: every
+    temporary file is ``.{name}.{pid}.{random}`` + :data:`_TEMP_SUFFIX`."""
+    return f".{name}.{os.getpid()}."
 
 
 def remove_stale_temporaries(target: Path) -> None:
-    """Remove the temporary files that a killed run (``SIGKILL``) left beside ``target``."""
-    for leftover in target.parent.glob(f".{glob.escape(target.name)}.*{_TEMP_SUFFIX}"):
-        pid = leftover.name[len(target.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            leftover.unlink(missing_ok=True)
+    """Remove the temporary files that a killed run (``SIGKILL``) left beside ``target``: those
+    of ``target`` and those that proved its directory writable."""
+    for name in (target.name, _PROBE_NAME):
+        for leftover in target.parent.glob(f".{glob.escape(name)}.*{_TEMP_SUFFIX}"):
+            pid = leftover.name[len(name) + 2 :].split(".", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                leftover.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:
@@ -243,7 +256,7 @@ def atomic_output(target: Path) -> Iterator[Path]:
     Raises:
         PathError: the file cannot be written or renamed (disk full, file too large, ...).
     """
-    pattern = (target.parent, _temporary_prefix(target))
+    pattern = (target.parent, _temporary_prefix(target.name))
     _writing.add(pattern)
     temporary = None
     try:
@@ -280,13 +293,6 @@ def remove_temporaries() -> None:
 def _remove_matching(directory: Path, prefix: str) -> None:
     for leftover in directory.glob(f"{glob.escape(prefix)}*{_TEMP_SUFFIX}"):
         leftover.unlink(missing_ok=True)
-
-
-def open_jsonl_input(path: Path) -> io.BufferedIOBase:
-    """A binary stream of a JSONL file's bytes, decompressed when it ends in ``.gz``."""
-    if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return path.open("rb")
 
 
 # ------------------------------------------------------------------------------ manifest
