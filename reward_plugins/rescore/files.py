@@ -125,36 +125,59 @@ def plan_outputs(
     """
     if output is None:
         return [None] * len(inputs)
+    targets: list[Path] = []
     if run and not merge:
-        files = plural(len(inputs), "file")
-        if output.exists() and not output.is_dir():
-            raise PathError(
-                f"output {output}: not a directory (a run of {files} is written to "
-                "a directory, one file per input; --merge writes one file)"
-            )
-        if not output.exists() and output.name.endswith(SUFFIXES):
-            raise PathError(
-                f"output {output}: names a file, but a run of {files} is written to "
-                f"a directory, one file per input: give --merge to write them all to {output}, "
-                "or a directory name"
-            )
-        names = [path.name for path in inputs]
-        twice = next((name for name in names if names.count(name) > 1), None)
-        if twice is not None:
-            raise PathError(
-                f"output {output}: two inputs are named {twice!r}; a directory output mirrors "
-                "the input names (use --merge)"
-            )
-        targets: list[Path | None] = [output / name for name in names]
+        targets = _directory_targets(inputs, output)
     else:
         if output.is_dir():
             raise PathError(f"output {output}: is a directory, not a file")
         file_format(output, "output")
         targets = [output] * len(inputs)
     for target in targets:
-        if target is not None and target.is_dir():
+        if target.is_dir():
             raise PathError(f"output {target}: is a directory, not a file")
-    written = {t.resolve(): f"output {t}" for t in targets if t is not None}
+    _check_distinct(inputs, targets, others)
+    return [*targets]
+
+
+def _directory_targets(inputs: Sequence[Path], output: Path) -> list[Path]:
+    """The outputs of a run written to the directory ``output``: one per input, same name.
+
+    Raises:
+        PathError: ``output`` is a file or named like one, or two inputs have the same name.
+    """
+    files = plural(len(inputs), "file")
+    if output.exists() and not output.is_dir():
+        raise PathError(
+            f"output {output}: not a directory (a run of {files} is written to "
+            "a directory, one file per input; --merge writes one file)"
+        )
+    if not output.exists() and output.name.endswith(SUFFIXES):
+        raise PathError(
+            f"output {output}: names a file, but a run of {files} is written to "
+            f"a directory, one file per input: give --merge to write them all to {output}, "
+            "or a directory name"
+        )
+    names = [path.name for path in inputs]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise PathError(
+            f"output {output}: two inputs are named {twice!r}; a directory output mirrors "
+            "the input names (use --merge)"
+        )
+    return [output / name for name in names]
+
+
+def _check_distinct(
+    inputs: Sequence[Path], targets: Sequence[Path], others: Sequence[Path]
+) -> None:
+    """Refuse a file written twice (an output that is also another file the job writes) or an
+    input that is written.
+
+    Raises:
+        PathError: naming both roles of the file.
+    """
+    written = {t.resolve(): f"output {t}" for t in targets}
     for other in others:
         if other.resolve() in written:
             raise PathError(f"{other}: is also the {written[other.resolve()]}")
@@ -164,7 +187,6 @@ def plan_outputs(
             raise PathError(
                 f"{written[source.resolve()]}: is the input {source}; write it elsewhere"
             )
-    return targets
 
 
 def check_writable_directory(directory: Path, role: str) -> None:

@@ -203,20 +203,31 @@ def _numpy_strings(text: str) -> tuple[str, ...] | None:
                 f"{text[:60]!r} is a numpy array that numpy shortened with '...' when the dump "
                 "was written; its golds cannot be restored"
             )
-        quote = inner[position]
-        if quote not in "'\"" or (golds and not inner[position - 1].isspace()):
+        if golds and not inner[position - 1].isspace():
             return None
-        end = position + 1
-        while end < len(inner) and inner[end] != quote:
-            end += 2 if inner[end] == "\\" else 1
-        if end >= len(inner):
+        item = _string_literal(inner, position)
+        if item is None:
             return None
-        try:
-            gold = ast.literal_eval(inner[position : end + 1])
-        except (ValueError, SyntaxError):
-            return None
+        gold, position = item
         golds.append(gold)
-        position = end + 1
+
+
+def _string_literal(text: str, position: int) -> tuple[str, int] | None:
+    """The Python string literal (quoted, with escapes) at ``position`` of ``text`` and the
+    position after it, or ``None`` if there is none."""
+    quote = text[position]
+    if quote not in "'\"":
+        return None
+    end = position + 1
+    while end < len(text) and text[end] != quote:
+        end += 2 if text[end] == "\\" else 1
+    if end >= len(text):
+        return None
+    try:
+        gold = ast.literal_eval(text[position : end + 1])
+    except (ValueError, SyntaxError):
+        return None
+    return gold, end + 1
 
 
 # ----------------------------------------------------------------------------- results
