@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import numpy as np
 import orjson
 
 RESPONSE_COLUMNS: tuple[str, ...] = ("output", "response", "responses", "solution_str")
@@ -246,6 +245,8 @@ _PLAIN = frozenset({float, int, bool})
 
 
 def _plain(value: Any) -> Any:
+    import numpy as np  # only here: the file readers (and the CLI through them) need no numpy
+
     if isinstance(value, np.bool_):
         return bool(value)
     return int(value) if isinstance(value, numbers.Integral) else float(value)
