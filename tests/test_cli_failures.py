@@ -41,8 +41,9 @@ from test_cli_helpers import (
 
 import reward_plugins
 from reward_plugins.cli import main
-from reward_plugins.rescore import execute, files
+from reward_plugins.rescore import files
 from reward_plugins.rescore.files import MANIFEST_NAME
+from reward_plugins.rescore.formats.jsonl import JSONL_CHUNK_BYTES
 
 SOURCE = "searchR1_nq"
 NQ = ("--data-source", SOURCE)
@@ -486,7 +487,7 @@ def _first_chunk_written(out: Path) -> bool:
     for name in os.listdir(out):
         if name.startswith(".o.jsonl.") and name.endswith(TEMP_SUFFIX):
             with contextlib.suppress(FileNotFoundError):
-                return (out / name).stat().st_size >= execute.JSONL_CHUNK_BYTES
+                return (out / name).stat().st_size >= JSONL_CHUNK_BYTES
     return False
 
 

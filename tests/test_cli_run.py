@@ -35,8 +35,11 @@ from test_cli_helpers import (
 )
 
 import reward_plugins
-from reward_plugins.rescore import ScoreJob, execute, run
+from reward_plugins.rescore import ScoreJob, run
 from reward_plugins.rescore.files import MANIFEST_NAME
+from reward_plugins.rescore.formats import FORMATS
+from reward_plugins.rescore.formats import jsonl as jsonl_format
+from reward_plugins.rescore.formats import parquet as parquet_format
 
 SOURCE = "searchR1_nq"
 NQ = ("--data-source", SOURCE)
@@ -280,11 +283,11 @@ def big_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
             lines.append(verl_dump_line(entry))
     path = tmp_path_factory.mktemp("big") / "big.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert path.stat().st_size > 2 * execute.JSONL_CHUNK_BYTES
+    assert path.stat().st_size > 2 * jsonl_format.JSONL_CHUNK_BYTES
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line.encode()) + 1)
-    assert offsets[min(BAD_LINES) - 1] > execute.JSONL_CHUNK_BYTES
+    assert offsets[min(BAD_LINES) - 1] > jsonl_format.JSONL_CHUNK_BYTES
     return path
 
 
@@ -364,7 +367,7 @@ def test_chunk_size_changes_neither_bytes_nor_line_numbers(
         return (tmp_path / name).read_bytes(), failures, summary
 
     reference = score("default.jsonl")
-    monkeypatch.setattr(execute, "JSONL_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(jsonl_format, "JSONL_CHUNK_BYTES", chunk_bytes)
     assert score("small.jsonl") == reference
     data, failures, summary = reference
     assert [f["line"] for f in failures] == SMALL_BAD_LINES
@@ -386,13 +389,13 @@ def test_more_chunks_in_flight_than_workers_keep_their_order(
     rows = [{**row, "step": i % 5} for i, row in enumerate(dump_rows(80, seed=28))]
     if suffix == ".jsonl":
         source = write_jsonl(tmp_path / "in.jsonl", rows)
-        monkeypatch.setattr(execute, "JSONL_CHUNK_BYTES", 300)
+        monkeypatch.setattr(jsonl_format, "JSONL_CHUNK_BYTES", 300)
     else:
         import pyarrow as pa
 
         source = tmp_path / "in.parquet"
         pq.write_table(pa.Table.from_pylist(rows), source)
-        monkeypatch.setattr(execute, "PARQUET_CHUNK_ROWS", 3)
+        monkeypatch.setattr(parquet_format, "PARQUET_CHUNK_ROWS", 3)
     written = []
     for workers in (1, 2):
         target = tmp_path / f"w{workers}{suffix}"
@@ -530,8 +533,8 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
         }
         for step, rows in steps.items()
     }
-    assert manifest["files"]["1.jsonl"]["sha256"] == execute.input_hash(
-        run_dir / "1.jsonl", ".jsonl"
+    assert manifest["files"]["1.jsonl"]["sha256"] == FORMATS[".jsonl"].fingerprint(
+        run_dir / "1.jsonl"
     )
 
     names = ("1.jsonl", "2.jsonl", "3.jsonl")

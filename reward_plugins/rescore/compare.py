@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from reward_plugins.rescore import rows
-from reward_plugins.rescore.execute import RescoreError, read_chunks
+from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.files import PathError, file_format
+from reward_plugins.rescore.formats import rows_of
 from reward_plugins.rescore.rows import GROUND_TRUTH_COLUMNS, RESULT_PREFIX
 
 PROMPT_COLUMNS: tuple[str, ...] = ("input", "prompt")
@@ -208,15 +209,10 @@ def output_rows(path: Path) -> Iterator[dict[str, Any]]:
     fmt = file_format(path)
 
     def generate() -> Iterator[dict[str, Any]]:
-        for chunk in read_chunks(path, 0, fmt):
-            if fmt == ".parquet":
-                yield from chunk.payload.to_pylist()
-                continue
-            for number, line in rows.jsonl_lines(chunk.payload, chunk.first_number):
-                record = rows.parse_line(line)
-                if isinstance(record, rows.RowFailure):
-                    raise CompareRefused(f"{path}: line {number}: {record.detail}")
-                yield record
+        for number, record in rows_of(path, fmt):
+            if isinstance(record, rows.RowFailure):
+                raise CompareRefused(f"{path}: {fmt.unit} {number}: {record.detail}")
+            yield record
 
     return generate()
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import gzip
 import hashlib
-import io
 import json
 import os
 import re
@@ -26,33 +24,33 @@ from pathlib import Path
 from typing import Any
 
 from reward_plugins.errors import RewardPluginsError
+from reward_plugins.rescore.formats import SUFFIXES, Format, format_named
 from reward_plugins.rescore.messages import plural
 
-FORMATS: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
 MANIFEST_NAME = ".reward-plugins-manifest.json"
 """The manifest of complete outputs, in an output directory (see :class:`Manifest`)."""
 
 _TEMP_SUFFIX = ".reward-plugins.tmp"
-_STEP_NAME = re.compile(r"(\d+)(\.jsonl|\.jsonl\.gz|\.parquet)$")
+_STEP_NAME = re.compile(rf"(\d+)({'|'.join(map(re.escape, SUFFIXES))})$")
 
 
 class PathError(RewardPluginsError, ValueError):
     """A path that cannot be used as asked; the message names the user's path and the reason."""
 
 
-def file_format(path: Path, role: str = "input") -> str:
-    """``".jsonl"``, ``".jsonl.gz"`` or ``".parquet"``, from the name.
+def file_format(path: Path, role: str = "input") -> Format:
+    """The format of ``path``, from its name (see :data:`formats.FORMATS`).
 
     Raises:
         PathError: another extension (the message names the ``role``, input or output).
     """
-    for suffix in FORMATS:
-        if path.name.endswith(suffix):
-            return suffix
-    raise PathError(
-        f"{role} {path}: unsupported format {''.join(path.suffixes) or '(no extension)'!r}; "
-        f"use {', '.join(FORMATS)}"
-    )
+    found = format_named(path.name)
+    if found is None:
+        raise PathError(
+            f"{role} {path}: unsupported format {''.join(path.suffixes) or '(no extension)'!r}; "
+            f"use {', '.join(SUFFIXES)}"
+        )
+    return found
 
 
 def _run_order(path: Path) -> tuple[int, int, str]:
@@ -63,7 +61,7 @@ def _run_order(path: Path) -> tuple[int, int, str]:
 
 def _data_files(directory: Path) -> list[Path]:
     return sorted(
-        (p for p in directory.iterdir() if p.is_file() and p.name.endswith(FORMATS)),
+        (p for p in directory.iterdir() if p.is_file() and p.name.endswith(SUFFIXES)),
         key=_run_order,
     )
 
@@ -86,7 +84,7 @@ def resolve_inputs(specs: Sequence[str | Path]) -> tuple[list[Path], bool]:
         if path.is_dir():
             found = _data_files(path)
             if not found:
-                raise PathError(f"input {path}: the directory has no {', '.join(FORMATS)} files")
+                raise PathError(f"input {path}: the directory has no {', '.join(SUFFIXES)} files")
             files += found
             run = True
         elif path.is_file():
@@ -94,9 +92,9 @@ def resolve_inputs(specs: Sequence[str | Path]) -> tuple[list[Path], bool]:
             files.append(path)
         elif glob.has_magic(str(spec)):
             matches = [Path(m) for m in glob.glob(str(spec)) if Path(m).is_file()]
-            found = sorted((m for m in matches if m.name.endswith(FORMATS)), key=_run_order)
+            found = sorted((m for m in matches if m.name.endswith(SUFFIXES)), key=_run_order)
             if not found:
-                raise PathError(f"input {spec}: the pattern matches no {', '.join(FORMATS)} file")
+                raise PathError(f"input {spec}: the pattern matches no {', '.join(SUFFIXES)} file")
             files += found
             run = True
         else:
@@ -128,36 +126,59 @@ def plan_outputs(
     """
     if output is None:
         return [None] * len(inputs)
+    targets: list[Path] = []
     if run and not merge:
-        files = plural(len(inputs), "file")
-        if output.exists() and not output.is_dir():
-            raise PathError(
-                f"output {output}: not a directory (a run of {files} is written to "
-                "a directory, one file per input; --merge writes one file)"
-            )
-        if not output.exists() and output.name.endswith(FORMATS):
-            raise PathError(
-                f"output {output}: names a file, but a run of {files} is written to "
-                f"a directory, one file per input: give --merge to write them all to {output}, "
-                "or a directory name"
-            )
-        names = [path.name for path in inputs]
-        twice = next((name for name in names if names.count(name) > 1), None)
-        if twice is not None:
-            raise PathError(
-                f"output {output}: two inputs are named {twice!r}; a directory output mirrors "
-                "the input names (use --merge)"
-            )
-        targets: list[Path | None] = [output / name for name in names]
+        targets = _directory_targets(inputs, output)
     else:
         if output.is_dir():
             raise PathError(f"output {output}: is a directory, not a file")
         file_format(output, "output")
         targets = [output] * len(inputs)
     for target in targets:
-        if target is not None and target.is_dir():
+        if target.is_dir():
             raise PathError(f"output {target}: is a directory, not a file")
-    written = {t.resolve(): f"output {t}" for t in targets if t is not None}
+    _check_distinct(inputs, targets, others)
+    return [*targets]
+
+
+def _directory_targets(inputs: Sequence[Path], output: Path) -> list[Path]:
+    """The outputs of a run written to the directory ``output``: one per input, same name.
+
+    Raises:
+        PathError: ``output`` is a file or named like one, or two inputs have the same name.
+    """
+    files = plural(len(inputs), "file")
+    if output.exists() and not output.is_dir():
+        raise PathError(
+            f"output {output}: not a directory (a run of {files} is written to "
+            "a directory, one file per input; --merge writes one file)"
+        )
+    if not output.exists() and output.name.endswith(SUFFIXES):
+        raise PathError(
+            f"output {output}: names a file, but a run of {files} is written to "
+            f"a directory, one file per input: give --merge to write them all to {output}, "
+            "or a directory name"
+        )
+    names = [path.name for path in inputs]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise PathError(
+            f"output {output}: two inputs are named {twice!r}; a directory output mirrors "
+            "the input names (use --merge)"
+        )
+    return [output / name for name in names]
+
+
+def _check_distinct(
+    inputs: Sequence[Path], targets: Sequence[Path], others: Sequence[Path]
+) -> None:
+    """Refuse a file written twice (an output that is also another file the job writes) or an
+    input that is written.
+
+    Raises:
+        PathError: naming both roles of the file.
+    """
+    written = {t.resolve(): f"output {t}" for t in targets}
     for other in others:
         if other.resolve() in written:
             raise PathError(f"{other}: is also the {written[other.resolve()]}")
@@ -167,7 +188,6 @@ def plan_outputs(
             raise PathError(
                 f"{written[source.resolve()]}: is the input {source}; write it elsewhere"
             )
-    return targets
 
 
 def check_writable_directory(directory: Path, role: str) -> None:
@@ -181,13 +201,20 @@ def check_writable_directory(directory: Path, role: str) -> None:
             if not parent.is_dir():
                 raise PathError(f"{role}: {parent} is a file, not a directory")
             break
+    pattern = (directory, _temporary_prefix(_PROBE_NAME))
+    _writing.add(pattern)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        descriptor, probe = tempfile.mkstemp(prefix=".", suffix=_TEMP_SUFFIX, dir=directory)
+        descriptor, probe = tempfile.mkstemp(prefix=pattern[1], suffix=_TEMP_SUFFIX, dir=directory)
         os.close(descriptor)
         os.unlink(probe)
     except OSError as error:
         raise PathError(f"{role}: cannot write in {directory}: {error.strerror or error}") from None
+    except BaseException:  # interrupted: leave no probe behind
+        _remove_matching(*pattern)
+        raise
+    finally:
+        _writing.discard(pattern)
 
 
 def check_summary_path(path: Path) -> None:
@@ -211,16 +238,24 @@ _writing: set[tuple[Path, str]] = set()
 is created, so that a signal arriving at any moment leaves none behind."""
 
 
-def _temporary_prefix(target: Path) -> str:
-    return f".{target.name}.{os.getpid()}."
+_PROBE_NAME = "reward-plugins-probe"
+"""The name whose temporary files prove a directory writable (:func:`check_writable_directory`)."""
+
+
+def _temporary_prefix(name: str) -> str:
+    """The start of the names of this process's temporary files for the file ``name``: every
+    temporary file is ``.{name}.{pid}.{random}`` + :data:`_TEMP_SUFFIX`."""
+    return f".{name}.{os.getpid()}."
 
 
 def remove_stale_temporaries(target: Path) -> None:
-    """Remove the temporary files that a killed run (``SIGKILL``) left beside ``target``."""
-    for leftover in target.parent.glob(f".{glob.escape(target.name)}.*{_TEMP_SUFFIX}"):
-        pid = leftover.name[len(target.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            leftover.unlink(missing_ok=True)
+    """Remove the temporary files that a killed run (``SIGKILL``) left beside ``target``: those
+    of ``target`` and those that proved its directory writable."""
+    for name in (target.name, _PROBE_NAME):
+        for leftover in target.parent.glob(f".{glob.escape(name)}.*{_TEMP_SUFFIX}"):
+            pid = leftover.name[len(name) + 2 :].split(".", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                leftover.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:
@@ -244,7 +279,7 @@ def atomic_output(target: Path) -> Iterator[Path]:
     Raises:
         PathError: the file cannot be written or renamed (disk full, file too large, ...).
     """
-    pattern = (target.parent, _temporary_prefix(target))
+    pattern = (target.parent, _temporary_prefix(target.name))
     _writing.add(pattern)
     temporary = None
     try:
@@ -281,13 +316,6 @@ def remove_temporaries() -> None:
 def _remove_matching(directory: Path, prefix: str) -> None:
     for leftover in directory.glob(f"{glob.escape(prefix)}*{_TEMP_SUFFIX}"):
         leftover.unlink(missing_ok=True)
-
-
-def open_jsonl_input(path: Path) -> io.BufferedIOBase:
-    """A binary stream of a JSONL file's bytes, decompressed when it ends in ``.gz``."""
-    if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return path.open("rb")
 
 
 # ------------------------------------------------------------------------------ manifest

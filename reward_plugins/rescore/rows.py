@@ -1,22 +1,20 @@
-"""Rows in and out: parse a chunk of input, find the columns a job reads, serialize results.
+"""Rows, whatever their format: the columns a job reads, the ground truth and ``extra_info``
+a scorer gets, and the ``reward_*`` columns of a result.
 
-Everything here runs in the worker that scores a chunk, so that parsing and serializing scale
-with the workers. JSONL rows are written back by splicing the ``reward_*`` columns into the
-original line: the input's own bytes (number formats, escapes, key order) are kept exactly.
+Everything here runs in the worker that scores a chunk, so that it scales with the workers;
+reading and writing each file format is in :mod:`reward_plugins.rescore.formats`.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-import json
 import numbers
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import numpy as np
 import orjson
 
 RESPONSE_COLUMNS: tuple[str, ...] = ("output", "response", "responses", "solution_str")
@@ -52,62 +50,6 @@ class RowFailure(NamedTuple):
 
     reason: str
     detail: str
-
-
-# ---------------------------------------------------------------------------------- parsing
-
-
-def parse_line(line: bytes) -> dict[str, Any] | RowFailure:
-    """One JSONL line as a dict, or why it is not one.
-
-    orjson parses almost every line; what it refuses and the standard library accepts (``NaN``
-    tokens, lone surrogate escapes, integers beyond 64 bits) is parsed by :mod:`json`. A line
-    nested deeper than the interpreter's recursion limit is a failure, not a crash.
-    """
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError) as error:  # ValueError: also UnicodeDecodeError
-            detail = "nested too deeply" if isinstance(error, RecursionError) else str(error)
-            return RowFailure("unparsable JSON", f"unparsable JSON: {detail}")
-    if not isinstance(record, dict):
-        return RowFailure(
-            "unparsable JSON", f"a row must be a JSON object, got {type(record).__name__}"
-        )
-    return record
-
-
-_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def lone_surrogate_column(line: bytes, record: Mapping[str, Any]) -> str | None:
-    """The first column of ``record`` (parsed from the JSONL ``line``) whose name or text, at
-    any depth, holds a lone surrogate, or ``None``. Only a JSON escape (``\\udcxx``) brings one,
-    so a line without such an escape is not searched."""
-    if not _ESCAPED_SURROGATE.search(line):
-        return None
-    for name, value in record.items():
-        pending = [name, value]
-        while pending:
-            item = pending.pop()
-            if isinstance(item, str):
-                if _SURROGATE.search(item):
-                    return name
-            elif isinstance(item, list):
-                pending += item
-            elif isinstance(item, dict):
-                pending += [*item, *item.values()]
-    return None
-
-
-def jsonl_lines(payload: bytes, first_number: int) -> Iterator[tuple[int, bytes]]:
-    """``(1-based line number, line)`` of each non-blank line of ``payload``."""
-    for number, line in enumerate(payload.split(b"\n"), start=first_number):
-        if line and not line.isspace():  # isspace stops at the first other byte; strip copies
-            yield number, line
 
 
 # -------------------------------------------------------------------------------- columns
@@ -260,23 +202,34 @@ def _numpy_strings(text: str) -> tuple[str, ...] | None:
                 f"{text[:60]!r} is a numpy array that numpy shortened with '...' when the dump "
                 "was written; its golds cannot be restored"
             )
-        quote = inner[position]
-        if quote not in "'\"" or (golds and not inner[position - 1].isspace()):
+        if golds and not inner[position - 1].isspace():
             return None
-        end = position + 1
-        while end < len(inner) and inner[end] != quote:
-            end += 2 if inner[end] == "\\" else 1
-        if end >= len(inner):
+        item = _string_literal(inner, position)
+        if item is None:
             return None
-        try:
-            gold = ast.literal_eval(inner[position : end + 1])
-        except (ValueError, SyntaxError):
-            return None
+        gold, position = item
         golds.append(gold)
-        position = end + 1
 
 
-# ------------------------------------------------------------------------------- writing
+def _string_literal(text: str, position: int) -> tuple[str, int] | None:
+    """The Python string literal (quoted, with escapes) at ``position`` of ``text`` and the
+    position after it, or ``None`` if there is none."""
+    quote = text[position]
+    if quote not in "'\"":
+        return None
+    end = position + 1
+    while end < len(text) and text[end] != quote:
+        end += 2 if text[end] == "\\" else 1
+    if end >= len(text):
+        return None
+    try:
+        gold = ast.literal_eval(text[position : end + 1])
+    except (ValueError, SyntaxError):
+        return None
+    return gold, end + 1
+
+
+# ----------------------------------------------------------------------------- results
 
 
 def reward_columns(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -292,37 +245,8 @@ _PLAIN = frozenset({float, int, bool})
 
 
 def _plain(value: Any) -> Any:
+    import numpy as np  # only here: the file readers (and the CLI through them) need no numpy
+
     if isinstance(value, np.bool_):
         return bool(value)
     return int(value) if isinstance(value, numbers.Integral) else float(value)
-
-
-def spliced_line(line: bytes, record: Mapping[str, Any], rewards: Mapping[str, Any]) -> bytes:
-    """The input ``line`` with the ``rewards`` columns added, without its own bytes re-encoded.
-
-    A row that already has one of the columns (a re-scored output) is re-serialized with the
-    standard library, which round-trips what orjson would not (integers beyond 64 bits,
-    ``NaN``); a lone surrogate is then written as its escape.
-    """
-    if not record.keys().isdisjoint(rewards):
-        merged = {**json.loads(line), **rewards}
-        try:
-            text = json.dumps(merged, ensure_ascii=False)
-            text.encode()
-        except UnicodeEncodeError:
-            text = json.dumps(merged, ensure_ascii=True)
-        return text.encode()
-    end = len(line.rstrip()) - 1  # the closing brace
-    added = orjson.dumps(rewards)
-    if len(added) == 2:  # no reward columns
-        return line[: end + 1]
-    return b"".join((memoryview(line)[:end], b"," if record else b"", memoryview(added)[1:]))
-
-
-def dumps_record(record: Mapping[str, Any]) -> bytes:
-    """One row read from parquet, as a JSON line (without the newline).
-
-    Raises:
-        TypeError: a value JSON cannot hold (the caller refuses binary columns up front).
-    """
-    return orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS)
