@@ -14,7 +14,7 @@ from test_cli_helpers import REPO, run_cli
 from reward_plugins.metrics.significance import DEFAULT_SAMPLES, DEFAULT_SEED, METHODS
 from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
 from reward_plugins.rescore.compare import PROMPT_COLUMNS
-from reward_plugins.rescore.report import DEFAULT_EXAMPLES, DEFAULT_MAX_ANSWER_WORDS
+from reward_plugins.rescore.report import DEFAULT_EXAMPLES
 from reward_plugins.rescore.rows import DATA_SOURCE_COLUMN, GROUND_TRUTH_COLUMNS, RESPONSE_COLUMNS
 
 HEAVY = ("numpy", "pyarrow", "yaml", "reward_plugins.plugins", "reward_plugins.rescore")
@@ -93,8 +93,7 @@ def test_help_shows_the_library_settings() -> None:
     assert f"default: {'/'.join(RESPONSE_COLUMNS)}" in score
     assert f"default: {', '.join(GROUND_TRUTH_COLUMNS)}" in score
     report = _flat(run_cli("report", "--help").stdout)
-    assert f"worst rows shown per indicator ({DEFAULT_EXAMPLES})" in report
-    assert f"answers longer than this are flagged ({DEFAULT_MAX_ANSWER_WORDS})" in report
+    assert f"example rows shown per indicator ({DEFAULT_EXAMPLES})" in report
     compare = _flat(run_cli("compare", "--help").stdout)
     assert f"--method {{{','.join(METHODS)}}}" in compare
     assert f"(default: {', else '.join(PROMPT_COLUMNS)})" in compare

@@ -79,8 +79,8 @@ def test_exception_classes_are_found() -> None:
         for cls in _exception_classes(module)
     }
     assert {
-        "reward_plugins.rescore.execute.RescoreError",
-        "reward_plugins.rescore.execute.BadRowError",
+        "reward_plugins.rescore.errors.RescoreError",
+        "reward_plugins.rescore.errors.BadRowError",
         "reward_plugins.rescore.files.PathError",
         "reward_plugins.rescore.ray_backend.RayUnavailable",
         "reward_plugins.rescore.report.ReportError",
