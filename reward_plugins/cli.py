@@ -782,15 +782,16 @@ def format_summary(summary: dict[str, Any]) -> str:
             lines.append(f"  {example['file']}: {where}: {example['reason']}")
     if summary["steps"]:
         lines.append(f"{plural(len(summary['steps']), 'step')} (per-step series in --summary-json)")
-    labels = dict(rescore.SUMMARY_METRICS)
+    labels = {item["key"]: item["label"] for item in summary["results"]}
     groups = {printable(name): group for name, group in summary["sources"].items()}
     groups["overall"] = summary["overall"]
     width = max(len("data source"), *map(len, groups))
-    lines += ["", f"{'data source':{width}}  {'rows':>7}  {'metric':19}  {'mean':>7}  95% CI"]
+    named = max([19, *(len(labels[key]) for group in groups.values() for key in group["metrics"])])
+    lines += ["", f"{'data source':{width}}  {'rows':>7}  {'metric':{named}}  {'mean':>7}  95% CI"]
     for name, group in groups.items():
         prefix = f"{name:{width}}  {group['rows']:7d}"
         for key, metric in group["metrics"].items():
-            lines.append(f"{prefix}  {labels[key]:19}  {_interval(metric)}")
+            lines.append(f"{prefix}  {labels[key]:{named}}  {_interval(metric)}")
             prefix = " " * len(prefix)
         if not group["metrics"]:
             lines.append(prefix)

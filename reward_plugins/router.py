@@ -48,19 +48,20 @@ def check_options(scorer: str, data_source: str | None, options: Mapping[str, An
     """Check ``options`` for ``scorer`` before any sample is scored (adapters call this when
     they are built). Without ``data_source``, against every registration of that name.
 
-    Nothing is scored: the check comes from the options' declared types and the scorer's own
-    validator.
+    Nothing is scored: the check comes from the options' declared types, the scorer's own
+    validator and its result schema (derived for these options).
 
     Raises:
         UnknownScorer, UnknownDataSource: nothing registered under that name / data source.
         InvalidOption: an unknown option, or a value the scorer refuses.
+        PluginError: the scorer's result schema for these options breaks the contract.
     """
     options = scorer_options(options)
     found: Sequence[Registration] = (
         registrations_named(scorer) if data_source is None else (lookup(data_source, scorer),)
     )
     for registration in found:
-        registration.bind(options)
+        _ = registration.bind(options).results  # derived (and checked) once per option set
 
 
 def result_schema(scorer: str, data_source: str, options: Mapping[str, Any]) -> Schema:

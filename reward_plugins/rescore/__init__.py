@@ -2,7 +2,8 @@
 
 ``files`` decides what is read and where it is written, ``rows`` parses and serializes rows,
 ``execute`` runs a :class:`ScoreJob` over chunks in workers, ``summary`` accumulates the
-summary, and ``report`` turns a run into an HTML page. Nothing here prints.
+summary (named and ordered by the scorer's result schema), and ``report`` turns a run into an
+HTML page. Nothing here prints.
 """
 
 from reward_plugins.rescore.execute import (
@@ -12,6 +13,5 @@ from reward_plugins.rescore.execute import (
     run,
     usable_cpus,
 )
-from reward_plugins.rescore.summary import SUMMARY_METRICS
 
-__all__ = ["SUMMARY_METRICS", "BadRowError", "RescoreError", "ScoreJob", "run", "usable_cpus"]
+__all__ = ["BadRowError", "RescoreError", "ScoreJob", "run", "usable_cpus"]

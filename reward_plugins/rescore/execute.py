@@ -282,7 +282,7 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
     failed: list[FailedRow] = []
     lines: list[bytes] = []  # JSONL output
     kept: list[tuple[int, dict[str, Any], dict[str, Any]]] = []  # (position, record, rewards)
-    counts: summary.Counts = Counter()
+    tally: summary.Tally = Counter()
     described: list[Any] = []
     replaced: set[str] = set()
     stringified = total = 0
@@ -318,7 +318,7 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
         step = parsed.get(rows.STEP_COLUMN)
         if type(step) is not int:
             step = None
-        counts[source, step, tuple(map(outcome.get, summary.KEYS))] += 1
+        tally[source, step, tuple(outcome.items())] += 1
         rewards = rows.reward_columns(outcome)
         if not parsed.keys().isdisjoint(rewards):
             replaced.update(rewards.keys() & parsed.keys())
@@ -348,7 +348,7 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
         total,
         output,
         failed,
-        counts,
+        summary.by_key(tally),
         stringified,
         frozenset(replaced),
         chunk.digest,
@@ -877,7 +877,8 @@ def run(
         failures.finish()
     seconds = time.perf_counter() - started
     finished = time.perf_counter()
-    groups = summary.finish(stats.counts)
+    schema = summary.schema_of(job.scorer, job.options, summary.sources(stats.counts))
+    groups = summary.finish(stats.counts, schema)
     stats.seconds["summary"] = time.perf_counter() - finished
     scored_now = set(todo)
     resumed = [str(path) for i, path in enumerate(the_plan.inputs) if i not in scored_now]
