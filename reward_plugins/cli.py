@@ -182,6 +182,19 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--seed", type=int, default=12345, metavar="S", help="(12345, sacrebleu's)"
     )
+    compare.add_argument(
+        "--scorer",
+        help="the scorer of both outputs: its result schema labels and orders the columns",
+    )
+    compare.add_argument(
+        "--set",
+        dest="options",
+        action="append",
+        type=parse_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of --scorer, as given to score (repeatable)",
+    )
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.set_defaults(handler=_compare, command_parser=compare)
 
@@ -802,13 +815,23 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins.errors import RewardPluginsError
     from reward_plugins.metrics import paired_test_values
-    from reward_plugins.rescore.compare import CompareRefused, paired_columns
+    from reward_plugins.rescore.compare import CompareRefused, labelled, paired_columns
+    from reward_plugins.router import scorer_result_schema
 
     if args.samples is not None and args.samples < 1:
         parser.error(f"--samples must be at least 1, got {args.samples}")
     if args.seed < 0:
         parser.error(f"--seed must be at least 0, got {args.seed}")
+    if args.options and args.scorer is None:
+        parser.error("--set names an option of --scorer; give --scorer")
+    schema: Any = ()
+    if args.scorer is not None:
+        try:
+            schema = scorer_result_schema(args.scorer, dict(args.options))
+        except RewardPluginsError as error:
+            return _error(f"compare: --scorer {args.scorer}: {error}", 2)
     try:
         pairing = paired_columns(
             args.first, args.second, args.prompt_column, args.ground_truth_column
@@ -819,7 +842,9 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _error(f"compare: {error}", 2)
     results: dict[str, dict[str, Any]] = {}
     samples = args.samples or {"bootstrap": 1000, "ar": 10000}[args.method]
-    for name, column in pairing.columns.items():
+    keys = labelled(list(pairing.columns), schema)
+    for name in keys:  # the schema's order
+        column = pairing.columns[name]
         result = paired_test_values(
             column.values_a,
             column.values_b,
@@ -846,7 +871,12 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         "method": args.method,
         "samples": samples,
         "seed": args.seed,
+        "scorer": args.scorer,
         "columns": results,
+        "results": {
+            name: {"key": key.key, "kind": key.kind, "label": key.label, "gdpo": key.gdpo}
+            for name, key in keys.items()
+        },
         "not_compared": pairing.not_compared,
     }
     print(json.dumps(report, indent=2) if args.json else format_comparison(report))
@@ -854,7 +884,8 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def format_comparison(report: Mapping[str, Any]) -> str:
-    """The report of ``compare`` as printed: the setting, then one aligned line per column."""
+    """The report of ``compare`` as printed: the setting, then one aligned line per column (with
+    its label when a scorer's schema named the columns)."""
     test = {"bootstrap": "paired bootstrap resampling", "ar": "approximate randomization"}
     unit = {"bootstrap": "resamples", "ar": "trials"}
     by = report["paired_by"]
@@ -868,11 +899,17 @@ def format_comparison(report: Mapping[str, Any]) -> str:
         "",
     ]
     columns = {printable(name): column for name, column in report["columns"].items()}
+    labels = {printable(name): printable(item["label"]) for name, item in report["results"].items()}
     width = max(len("column"), *map(len, columns))
-    lines.append(f"{'column':{width}}  {'mean A':>9}  {'mean B':>9}  {'B - A':>9}  {'p-value':>7}")
+    named = max(len("label"), *map(len, labels.values())) if report["scorer"] else 0
+    label = f"{'label':{named}}  " if named else ""
+    lines.append(
+        f"{'column':{width}}  {label}{'mean A':>9}  {'mean B':>9}  {'B - A':>9}  {'p-value':>7}"
+    )
     for name, column in columns.items():
+        label = f"{labels[name]:{named}}  " if named else ""
         lines.append(
-            f"{name:{width}}  {column['mean_a']:9.4f}  {column['mean_b']:9.4f}  "
+            f"{name:{width}}  {label}{column['mean_a']:9.4f}  {column['mean_b']:9.4f}  "
             f"{column['difference']:+9.4f}  {column['p_value']:7.4f}"
         )
     for name, reason in report["not_compared"].items():

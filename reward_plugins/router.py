@@ -26,7 +26,7 @@ from typing import Any, Literal, overload
 
 from reward_plugins.errors import InvalidGroundTruth, InvalidInput, InvalidOption
 from reward_plugins.registry import Bound, Registration, lookup, registrations_named
-from reward_plugins.results import Schema
+from reward_plugins.results import Schema, union
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +73,17 @@ def result_schema(scorer: str, data_source: str, options: Mapping[str, Any]) -> 
         PluginError: the scorer's declared schema breaks the contract.
     """
     return lookup(data_source, scorer).bind(scorer_options(options)).results
+
+
+def scorer_result_schema(scorer: str, options: Mapping[str, Any]) -> Schema:
+    """The result schema of ``scorer`` with ``options`` over every data source it serves (the
+    union of its registrations' schemas): for a file whose data sources are not known.
+
+    Raises:
+        UnknownScorer, InvalidOption, PluginError: as :func:`result_schema`.
+    """
+    options = scorer_options(options)
+    return union(r.bind(options).results for r in registrations_named(scorer))
 
 
 def _bind(scorer: str, data_source: str, options: Mapping[str, Any], return_dict: Any) -> Bound:
