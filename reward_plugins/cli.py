@@ -227,7 +227,9 @@ def _parser() -> argparse.ArgumentParser:
     recipe_list = recipe_commands.add_parser("list", help="the shipped recipes")
     recipe_list.set_defaults(handler=_recipe_list, command_parser=recipe_list)
     recipe_keys = recipe_commands.add_parser(
-        "keys", help="verl overrides that give GDPO a recipe's paid scores and weights"
+        "keys",
+        help="a recipe's result keys (kind, GDPO, label), then the verl overrides that give "
+        "GDPO its paid scores and weights",
     )
     recipe_keys.add_argument("recipe", metavar="NAME|PATH")
     recipe_keys.set_defaults(handler=_recipe_keys, command_parser=recipe_keys)
@@ -477,10 +479,23 @@ def _recipe_keys(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
     try:
         recipe = load_recipe(args.recipe)
+        results = recipe.results()
     except RewardPluginsError as error:
         return _error(f"recipe keys: {error}", 1)
+    print(format_results(results))
+    print()
     print("\n".join(recipe.gdpo_overrides()))
     return 0
+
+
+def format_results(results: Sequence[Any]) -> str:
+    """A result schema as printed: one aligned line per key (key, kind, GDPO, label)."""
+    width = max(len("key"), *(len(item.key) for item in results))
+    lines = [f"{'key':{width}}  {'kind':10}  {'gdpo':4}  label"]
+    for item in results:
+        gdpo = "yes" if item.gdpo else "no"
+        lines.append(f"{item.key:{width}}  {item.kind:10}  {gdpo:4}  {item.label}")
+    return printable("\n".join(lines))
 
 
 def _list(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
