@@ -483,7 +483,6 @@ def _recipe_keys(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     except RewardPluginsError as error:
         return _error(f"recipe keys: {error}", 1)
     print(format_results(results))
-    print()
     print("\n".join(recipe.gdpo_overrides()))
     return 0
 
