@@ -191,6 +191,21 @@ def test_inline_components_and_an_unpaid_one() -> None:
     assert ResultKey("rep_repetition", "component", "rep repetition share") in schema
 
 
+def test_colliding_recipe_keys_are_found_before_any_sample() -> None:
+    """Prefixed keys that collide (``a`` + ``b_score``, ``a_b`` + ``score``) are refused when
+    the options are checked, from the derived schema, not on the first sample."""
+    inner = [{"scorer": "compute_score", "weight": 1.0, "as": "b"}]
+    components = [
+        {"scorer": COMPOSED, "weight": 1.0, "as": "a", "components": inner},
+        {"scorer": "compute_score", "weight": 1.0, "as": "a_b"},
+    ]
+    with pytest.raises(PluginError) as caught:
+        check_options(COMPOSED, None, {"components": components})
+    assert str(caught.value) == (
+        "compute_score_composed (components): result key 'a_b_score' is declared twice"
+    )
+
+
 def test_scorer_result_schema_unions_the_registrations(registry_state: None) -> None:
     @scorer("rp_two_sources", "rp_source_a", results=(SCORE, ResultKey("a", "rate", "a rate")))
     def first(solution_str: str, golds: Any) -> dict[str, float]:
