@@ -322,6 +322,9 @@ def test_compare_refuses_an_unknown_scorer_in_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("reward-plugins: error: compare: --scorer no_such_scorer: ")
     assert len(result.stderr.splitlines()) == 1
+    with pytest.raises(SystemExit) as exited:  # --set without --scorer: a usage error
+        main(["compare", str(first), str(first), "--set", "max_words=1"])
+    assert exited.value.code == 2
 
 
 def test_the_example_plugins_keys_reach_the_summary(tmp_path: Path) -> None:
