@@ -29,6 +29,7 @@ from reward_plugins.registry import (
     registrations,
     scorer,
 )
+from reward_plugins.results import ResultKey
 from reward_plugins.router import (
     compute_score,
     compute_score_batch,
@@ -50,6 +51,7 @@ __all__ = [
     "PluginError",
     "PositiveInt",
     "Range",
+    "ResultKey",
     "RewardPluginsError",
     "Score",
     "UnknownDataSource",

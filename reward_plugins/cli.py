@@ -198,7 +198,9 @@ def _parser() -> argparse.ArgumentParser:
     recipe_list = recipe_commands.add_parser("list", help="the shipped recipes")
     recipe_list.set_defaults(handler=_recipe_list, command_parser=recipe_list)
     recipe_keys = recipe_commands.add_parser(
-        "keys", help="verl overrides that give GDPO a recipe's paid scores and weights"
+        "keys",
+        help="a recipe's result keys (kind, GDPO, label), then the verl overrides that give "
+        "GDPO its paid scores and weights",
     )
     recipe_keys.add_argument("recipe", metavar="NAME|PATH")
     recipe_keys.set_defaults(handler=_recipe_keys, command_parser=recipe_keys)
@@ -316,6 +318,19 @@ def _add_compare_arguments(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--seed", type=int, default=DEFAULT_SEED, metavar="S", help=f"({DEFAULT_SEED}, sacrebleu's)"
+    )
+    command.add_argument(
+        "--scorer",
+        help="the scorer of both outputs: its result schema labels and orders the columns",
+    )
+    command.add_argument(
+        "--set",
+        dest="options",
+        action="append",
+        type=parse_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of --scorer, as given to score (repeatable)",
     )
 
 
@@ -520,10 +535,24 @@ def _recipe_keys(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
     try:
         recipe = load_recipe(args.recipe)
+        results = recipe.results()
     except RewardPluginsError as error:
         return _error(f"recipe keys: {error}", 1)
+    print(format_results(results))
     print("\n".join(recipe.gdpo_overrides()))
     return 0
+
+
+def format_results(results: Sequence[Any]) -> str:
+    """A result schema as printed: one aligned line per key (key, kind, GDPO, label)."""
+    from reward_plugins.rescore.messages import printable
+
+    width = max(len("key"), *(len(item.key) for item in results))
+    lines = [f"{'key':{width}}  {'kind':10}  {'gdpo':4}  label"]
+    for item in results:
+        gdpo = "yes" if item.gdpo else "no"
+        lines.append(f"{item.key:{width}}  {item.kind:10}  {gdpo:4}  {item.label}")
+    return printable("\n".join(lines))
 
 
 def _list(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -802,7 +831,6 @@ def _interval(metric: dict[str, float]) -> str:
 def format_summary(summary: dict[str, Any]) -> str:
     """The summary as printed: the job, skipped rows, then each metric per data source (a lone
     surrogate in a data source or a path shown as its escape)."""
-    from reward_plugins import rescore
     from reward_plugins.rescore.messages import plural, printable
 
     resumed, changed = summary["resumed_files"], summary["changed_outputs"]
@@ -850,15 +878,16 @@ def format_summary(summary: dict[str, Any]) -> str:
             lines.append(f"  {example['file']}: {where}: {example['reason']}")
     if summary["steps"]:
         lines.append(f"{plural(len(summary['steps']), 'step')} (per-step series in --summary-json)")
-    labels = dict(rescore.SUMMARY_METRICS)
+    labels = {item["key"]: item["label"] for item in summary["results"]}
     groups = {printable(name): group for name, group in summary["sources"].items()}
     groups["overall"] = summary["overall"]
     width = max(len("data source"), *map(len, groups))
-    lines += ["", f"{'data source':{width}}  {'rows':>7}  {'metric':19}  {'mean':>7}  95% CI"]
+    named = max([19, *(len(labels[key]) for group in groups.values() for key in group["metrics"])])
+    lines += ["", f"{'data source':{width}}  {'rows':>7}  {'metric':{named}}  {'mean':>7}  95% CI"]
     for name, group in groups.items():
         prefix = f"{name:{width}}  {group['rows']:7d}"
         for key, metric in group["metrics"].items():
-            lines.append(f"{prefix}  {labels[key]:19}  {_interval(metric)}")
+            lines.append(f"{prefix}  {labels[key]:{named}}  {_interval(metric)}")
             prefix = " " * len(prefix)
         if not group["metrics"]:
             lines.append(prefix)
@@ -869,16 +898,26 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins.errors import RewardPluginsError
     from reward_plugins.metrics import paired_test_values
     from reward_plugins.metrics.significance import DEFAULT_SAMPLES
     from reward_plugins.rescore import RescoreError
-    from reward_plugins.rescore.compare import CompareRefused, paired_columns
+    from reward_plugins.rescore.compare import CompareRefused, labelled, paired_columns
     from reward_plugins.rescore.files import PathError
+    from reward_plugins.router import scorer_result_schema
 
     if args.samples is not None and args.samples < 1:
         parser.error(f"--samples must be at least 1, got {args.samples}")
     if args.seed < 0:
         parser.error(f"--seed must be at least 0, got {args.seed}")
+    if args.options and args.scorer is None:
+        parser.error("--set names an option of --scorer; give --scorer")
+    schema: Any = ()
+    if args.scorer is not None:
+        try:
+            schema = scorer_result_schema(args.scorer, dict(args.options))
+        except RewardPluginsError as error:
+            return _error(f"compare: --scorer {args.scorer}: {error}", 2)
     try:
         pairing = paired_columns(
             args.first, args.second, args.prompt_column, args.ground_truth_column
@@ -889,7 +928,9 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _error(f"compare: {error}", 2)
     results: dict[str, dict[str, Any]] = {}
     samples = args.samples or DEFAULT_SAMPLES[args.method]
-    for name, column in pairing.columns.items():
+    keys = labelled(list(pairing.columns), schema)
+    for name in keys:  # the schema's order
+        column = pairing.columns[name]
         result = paired_test_values(
             column.values_a,
             column.values_b,
@@ -916,7 +957,12 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         "method": args.method,
         "samples": samples,
         "seed": args.seed,
+        "scorer": args.scorer,
         "columns": results,
+        "results": {
+            name: {"key": key.key, "kind": key.kind, "label": key.label, "gdpo": key.gdpo}
+            for name, key in keys.items()
+        },
         "not_compared": pairing.not_compared,
     }
     print(json.dumps(report, indent=2) if args.json else format_comparison(report))
@@ -924,7 +970,8 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def format_comparison(report: Mapping[str, Any]) -> str:
-    """The report of ``compare`` as printed: the setting, then one aligned line per column."""
+    """The report of ``compare`` as printed: the setting, then one aligned line per column (with
+    its label when a scorer's schema named the columns)."""
     from reward_plugins.rescore.messages import plural, printable
 
     test = {"bootstrap": "paired bootstrap resampling", "ar": "approximate randomization"}
@@ -940,11 +987,17 @@ def format_comparison(report: Mapping[str, Any]) -> str:
         "",
     ]
     columns = {printable(name): column for name, column in report["columns"].items()}
+    labels = {printable(name): printable(item["label"]) for name, item in report["results"].items()}
     width = max(len("column"), *map(len, columns))
-    lines.append(f"{'column':{width}}  {'mean A':>9}  {'mean B':>9}  {'B - A':>9}  {'p-value':>7}")
+    named = max(len("label"), *map(len, labels.values())) if report["scorer"] else 0
+    label = f"{'label':{named}}  " if named else ""
+    lines.append(
+        f"{'column':{width}}  {label}{'mean A':>9}  {'mean B':>9}  {'B - A':>9}  {'p-value':>7}"
+    )
     for name, column in columns.items():
+        label = f"{labels[name]:{named}}  " if named else ""
         lines.append(
-            f"{name:{width}}  {column['mean_a']:9.4f}  {column['mean_b']:9.4f}  "
+            f"{name:{width}}  {label}{column['mean_a']:9.4f}  {column['mean_b']:9.4f}  "
             f"{column['difference']:+9.4f}  {column['p_value']:7.4f}"
         )
     for name, reason in report["not_compared"].items():

@@ -8,16 +8,17 @@ them knows a plugin's keys.
 Kinds:
 
 - ``reward``: the value verl trains on; exactly one key, ``score``.
-- ``component``: a term of the reward or a quality score (EM, F1, a recipe's weighted part); its
-  mean is summarized with an interval.
-- ``rate``: 0 or 1 per row (an answer was found, the spam rule fired); summarized as a rate on
+- ``component``: a term of the reward or a quality score (EM, F1, a recipe's weighted part).
+- ``rate``: 0 or 1 per row (an answer was found, the spam rule fired); its mean is a rate on
   [0, 1].
 - ``count``: a whole number per row (tool calls, answer candidates).
 - ``length``: a size per row (words, characters).
-- ``diagnostic``: kept in the output, summarized as a plain mean, never charted.
+- ``diagnostic``: anything else kept in the output; never charted.
 
-A scorer that declares nothing returns ``score`` alone (:data:`SCORE_ONLY`); a key a result holds
-that its schema does not declare is treated as a ``diagnostic`` (:func:`complete`).
+The summary shows the mean of every key (with its interval) under its label, in the schema's
+order. A scorer that declares nothing returns ``score`` alone (:data:`SCORE_ONLY`); a key a
+result holds that its schema does not declare is treated as a ``diagnostic`` labelled by its
+name (:func:`complete`).
 
 The schema may depend on the options (a composed recipe's keys are its components'): a
 registration then gives a function ``options -> schema``, called once per option set.

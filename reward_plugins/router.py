@@ -26,7 +26,7 @@ from typing import Any, Literal, overload
 
 from reward_plugins.errors import InvalidGroundTruth, InvalidInput, InvalidOption
 from reward_plugins.registry import Bound, Registration, lookup, registrations_named
-from reward_plugins.results import Schema
+from reward_plugins.results import Schema, union
 
 logger = logging.getLogger(__name__)
 
@@ -48,19 +48,20 @@ def check_options(scorer: str, data_source: str | None, options: Mapping[str, An
     """Check ``options`` for ``scorer`` before any sample is scored (adapters call this when
     they are built). Without ``data_source``, against every registration of that name.
 
-    Nothing is scored: the check comes from the options' declared types and the scorer's own
-    validator.
+    Nothing is scored: the check comes from the options' declared types, the scorer's own
+    validator and its result schema (derived for these options).
 
     Raises:
         UnknownScorer, UnknownDataSource: nothing registered under that name / data source.
         InvalidOption: an unknown option, or a value the scorer refuses.
+        PluginError: the scorer's result schema for these options breaks the contract.
     """
     options = scorer_options(options)
     found: Sequence[Registration] = (
         registrations_named(scorer) if data_source is None else (lookup(data_source, scorer),)
     )
     for registration in found:
-        registration.bind(options)
+        _ = registration.bind(options).results  # derived (and checked) once per option set
 
 
 def result_schema(scorer: str, data_source: str, options: Mapping[str, Any]) -> Schema:
@@ -72,6 +73,17 @@ def result_schema(scorer: str, data_source: str, options: Mapping[str, Any]) -> 
         PluginError: the scorer's declared schema breaks the contract.
     """
     return lookup(data_source, scorer).bind(scorer_options(options)).results
+
+
+def scorer_result_schema(scorer: str, options: Mapping[str, Any]) -> Schema:
+    """The result schema of ``scorer`` with ``options`` over every data source it serves (the
+    union of its registrations' schemas): for a file whose data sources are not known.
+
+    Raises:
+        UnknownScorer, InvalidOption, PluginError: as :func:`result_schema`.
+    """
+    options = scorer_options(options)
+    return union(r.bind(options).results for r in registrations_named(scorer))
 
 
 def _bind(scorer: str, data_source: str, options: Mapping[str, Any], return_dict: Any) -> Bound:

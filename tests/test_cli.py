@@ -79,14 +79,7 @@ def test_jsonl_training_rows(tmp_path: Path) -> None:
     for name, group in [*summary["sources"].items(), ("overall", summary["overall"])]:
         selected = [r for r in out if name in ("overall", r["data_source"])]
         assert group["rows"] == len(selected)
-        assert list(group["metrics"]) == [
-            "score",
-            "em",
-            "subem",
-            "f1",
-            "answer_found",
-            "spam_penalized",
-        ]
+        assert list(group["metrics"]) == list(QA_RESULT_KEYS)  # every key, the schema's order
         for key, metric in group["metrics"].items():
             expected = bootstrap_mean(sorted(r[f"reward_{key}"] for r in selected))
             assert metric == {"mean": expected.mean, "low": expected.low, "high": expected.high}

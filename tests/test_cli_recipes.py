@@ -170,7 +170,23 @@ def test_check_missing_file(tmp_path: Path) -> None:
 
 def test_recipe_keys_and_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["recipe", "keys", "qa_f1_shaped"]) == 0
-    assert capsys.readouterr().out.splitlines() == load_recipe("qa_f1_shaped").gdpo_overrides()
+    recipe = load_recipe("qa_f1_shaped")
+    lines = capsys.readouterr().out.splitlines()
+    # The derived schema, one line per key, then the overrides (the last two lines).
+    assert lines[0].split() == ["key", "kind", "gdpo", "label"]
+    rows = [line.split(maxsplit=3) for line in lines[1 : len(recipe.results()) + 1]]
+    assert rows[:3] == [
+        ["score", "reward", "no", "score"],
+        ["acc", "component", "no", "acc"],
+        ["f1_score", "component", "yes", "f1 score"],
+    ]
+    assert [row[0] for row in rows] == [item.key for item in recipe.results()]
+    assert [row[0] for row in rows if row[2] == "yes"] == [
+        "f1_score",
+        "length_score",
+        "repetition_score",
+    ]
+    assert lines[len(rows) + 1 :] == recipe.gdpo_overrides()
     assert main(["recipe", "list"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed[0].startswith("qa_f1_shaped: Token F1 on the answer")

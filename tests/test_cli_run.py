@@ -35,6 +35,7 @@ from test_cli_helpers import (
 )
 
 import reward_plugins
+from reward_plugins.plugins.search_r1 import QA_RESULT_KEYS
 from reward_plugins.rescore import ScoreJob, run
 from reward_plugins.rescore.files import MANIFEST_NAME
 from reward_plugins.rescore.formats import FORMATS
@@ -43,7 +44,7 @@ from reward_plugins.rescore.formats import parquet as parquet_format
 
 SOURCE = "searchR1_nq"
 NQ = ("--data-source", SOURCE)
-SUMMARY_KEYS = ("score", "em", "subem", "f1", "answer_found", "spam_penalized")
+SUMMARY_KEYS = QA_RESULT_KEYS  # the summary holds every key, in the schema's order
 
 
 def expected_rewards(row: dict[str, Any], source: str = SOURCE) -> dict[str, Any]:
@@ -788,6 +789,7 @@ def test_summary_json_has_a_series_per_step(tmp_path: Path) -> None:
         "stringified_ground_truths",
         "replaced_columns",
         "skipped",
+        "results",
         "sources",
         "overall",
         "steps",

@@ -49,8 +49,14 @@ def test_a_scorer_registered_later(tmp_path: Path) -> None:
         (1.0, True),
     ]
     summary = json.loads((tmp_path / "s.json").read_text())
-    assert list(summary["overall"]["metrics"]) == ["score"]  # EM, F1... are not computed here
+    # Every key of the result is summarized; an undeclared one as a diagnostic under its name.
+    assert list(summary["overall"]["metrics"]) == ["score", "too_long"]
+    assert summary["results"] == [
+        {"key": "score", "kind": "reward", "label": "score", "gdpo": True},
+        {"key": "too_long", "kind": "diagnostic", "label": "too_long", "gdpo": False},
+    ]
     assert summary["overall"]["metrics"]["score"]["mean"] == pytest.approx(0.5)
+    assert summary["overall"]["metrics"]["too_long"]["mean"] == pytest.approx(1 / 3)
     assert summary["sources"]["test_cli_lengths"]["rows"] == 3
 
 

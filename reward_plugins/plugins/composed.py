@@ -40,6 +40,7 @@ from reward_plugins.config_reader import ConfigFileError, describe_source, read_
 from reward_plugins.errors import InvalidOption, PluginError, RewardPluginsError
 from reward_plugins.options import SCORE_LIMIT, Range, Score, describe_value, finite_number, freeze
 from reward_plugins.registry import WILDCARD, Bound, lookup, registrations_named, scorer
+from reward_plugins.results import ResultKey, Schema, check_schema, union
 
 NAME = "compute_score_composed"
 COMBINE_MODES = ("sum", "product", "min")
@@ -83,14 +84,54 @@ class Recipe:
     _bound: BoundedCache[str, tuple[Bound, ...]] = field(
         default_factory=lambda: BoundedCache(RECIPE_BINDINGS), repr=False
     )
+    _results: Schema | None = field(default=None, repr=False)
 
     @property
     def primary(self) -> int:
         """The index of the component whose ``acc`` is the result's."""
         return next((i for i, c in enumerate(self.components) if c.primary), 0)
 
+    def results(self) -> Schema:
+        """The result schema: ``score``, ``acc`` (as the primary component declares it), then
+        every component's declared keys prefixed ``<as>_``, labelled ``<as> <label>``.
+
+        A component's ``score`` becomes ``<as>_score``, a ``component``; it is the only key GDPO
+        may weigh, and only for a paid component (the combined ``score`` restates them, the
+        other keys are the components' own details). A component whose scorer has several
+        registrations (one per data source) declares the union of their schemas.
+
+        Raises:
+            PluginError: a component's schema breaks the contract, or two prefixed keys
+                collide.
+        """
+        if self._results is None:
+            schemas = [
+                union(r.bind(c.options).results for r in registrations_named(c.scorer))
+                for c in self.components
+            ]
+            declared = {item.key: item for item in schemas[self.primary]}.get("acc")
+            items = [
+                ResultKey("score", "reward", "score"),
+                ResultKey("acc", "component", "acc")
+                if declared is None
+                else ResultKey("acc", declared.kind, declared.label),
+            ]
+            for component, schema in zip(self.components, schemas, strict=True):
+                for item in schema:
+                    key, label = (
+                        f"{component.prefix}_{item.key}",
+                        f"{component.prefix} {item.label}",
+                    )
+                    if item.key == "score":
+                        items.append(ResultKey(key, "component", label, gdpo=component.paid))
+                    else:
+                        items.append(ResultKey(key, item.kind, label))
+            self._results = check_schema(f"{NAME} ({self.origin})", items)
+        return self._results
+
     def gdpo_overrides(self) -> list[str]:
-        """verl overrides that give GDPO the paid components' scores and weights.
+        """verl overrides that give GDPO the keys it may weigh (:meth:`results`: the paid
+        components' scores) and their weights.
 
         Example:
             >>> recipe = load_recipe("search_r1_shaped")
@@ -98,9 +139,10 @@ class Recipe:
             +algorithm.gdpo_reward_keys=[em_score,length_score,answer_list_score]
             +algorithm.gdpo_reward_weights=[1.0,1.0,1.0]
         """
-        paid = [c for c in self.components if c.paid]
-        keys = ",".join(f"{c.prefix}_score" for c in paid)
-        weights = ",".join(repr(float(c.weight)) for c in paid)
+        weight_of = {f"{c.prefix}_score": float(c.weight) for c in self.components}
+        dimensions = [item.key for item in self.results() if item.gdpo]
+        keys = ",".join(dimensions)
+        weights = ",".join(repr(weight_of[key]) for key in dimensions)
         return [
             f"+algorithm.gdpo_reward_keys=[{keys}]",
             f"+algorithm.gdpo_reward_weights=[{weights}]",
@@ -424,7 +466,14 @@ def _validate(options: Mapping[str, Any]) -> None:
     recipe_of(options["components"], options["recipe"], options["combine"], options["scale"])
 
 
-@scorer(NAME, WILDCARD, ground_truth="raw", validate=_validate)
+def _results(options: Mapping[str, Any]) -> Schema:
+    """The schema of a recipe's result (:meth:`Recipe.results`)."""
+    return recipe_of(
+        options["components"], options["recipe"], options["combine"], options["scale"]
+    ).results()
+
+
+@scorer(NAME, WILDCARD, ground_truth="raw", validate=_validate, results=_results)
 def score_composed(
     solution_str: str,
     ground_truth: Any,

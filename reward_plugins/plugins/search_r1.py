@@ -50,6 +50,7 @@ from reward_plugins.plugins.qa_core import options_of as _options_of
 from reward_plugins.plugins.qa_core import with_options as _with_options
 from reward_plugins.plugins.trajectory import DEFAULT_END_MARKERS, TrajectoryTags, format_error
 from reward_plugins.registry import Registration, lookup, scorer
+from reward_plugins.results import ResultKey, Schema
 from reward_plugins.text import normalize_squad
 
 SEARCH_R1_DATA_SOURCES: tuple[str, ...] = tuple(
@@ -57,19 +58,30 @@ SEARCH_R1_DATA_SOURCES: tuple[str, ...] = tuple(
     for name in ("nq", "triviaqa", "popqa", "hotpotqa", "2wikimultihopqa", "musique", "bamboogle")
 )
 
-QA_RESULT_KEYS: tuple[str, ...] = (
-    "score",
-    "acc",
-    "em",
-    "subem",
-    "f1",
-    "answer_found",
-    "answer_tags",
-    "spam_penalized",
+QA_RESULTS: Schema = (
+    ResultKey("score", "reward", "score", gdpo=True),
+    ResultKey("acc", "component", "acc", gdpo=True),
+    ResultKey("em", "component", "EM", gdpo=True),
+    ResultKey("subem", "component", "SubEM", gdpo=True),
+    ResultKey("f1", "component", "F1", gdpo=True),
+    ResultKey("answer_found", "rate", "answer rate"),
+    ResultKey("answer_tags", "count", "answer tags"),
+    ResultKey("spam_penalized", "rate", "spam-penalized rate"),
 )
+"""The result schema of every QA scorer: ``acc`` is the paid match, ``answer_tags`` the larger
+of the opening and closing answer-tag counts."""
+
+QA_RESULT_KEYS: tuple[str, ...] = tuple(item.key for item in QA_RESULTS)
 """Keys of every QA scorer's dict result, on every call and every branch."""
 
-FORMAT_RESULT_KEYS: tuple[str, ...] = (*QA_RESULT_KEYS, "format_valid", "retrieval_hit")
+FORMAT_RESULTS: Schema = (
+    *QA_RESULTS,
+    ResultKey("format_valid", "component", "valid format", gdpo=True),
+    ResultKey("retrieval_hit", "component", "retrieval hit", gdpo=True),
+)
+"""The result schema of ``compute_score_format``."""
+
+FORMAT_RESULT_KEYS: tuple[str, ...] = tuple(item.key for item in FORMAT_RESULTS)
 """Keys of ``compute_score_format``'s dict result."""
 
 normalize_answer = normalize_squad
@@ -102,7 +114,7 @@ def count_answer_tags(text: str) -> tuple[int, int]:
 # ---------------------------------------------------------------------------- router scorers
 
 
-@scorer("compute_score", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer)
+@scorer("compute_score", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer, results=QA_RESULTS)
 @_with_options()
 def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Exact-match reward with the anti-spam penalty; dict with :data:`QA_RESULT_KEYS`.
@@ -113,7 +125,9 @@ def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     return qa_result(outcome, outcome.paid_match)
 
 
-@scorer("compute_score_subem", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer)
+@scorer(
+    "compute_score_subem", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer, results=QA_RESULTS
+)
 @_with_options(_keyword("penalize_subem", False, bool))
 def score_subem(
     solution_str: str, golds: Golds, *, penalize_subem: bool = False, **options: Any
@@ -126,7 +140,7 @@ def score_subem(
     return qa_result(outcome, outcome.paid_match)
 
 
-@scorer("compute_score_f1", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer)
+@scorer("compute_score_f1", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer, results=QA_RESULTS)
 @_with_options()
 def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Token-F1 reward (R1-Searcher, ReSearch): ``score * F1``, ``format_score`` when F1 is 0.
@@ -144,7 +158,7 @@ def _check_metric(options: Mapping[str, Any]) -> None:
     cached_metric(options["metric"], options["metric_options"])
 
 
-@scorer("compute_score_metric", SEARCH_R1_DATA_SOURCES, validate=_check_metric)
+@scorer("compute_score_metric", SEARCH_R1_DATA_SOURCES, validate=_check_metric, results=QA_RESULTS)
 @_with_options(
     _keyword("metric", inspect.Parameter.empty, str),
     _keyword("metric_options", None, Mapping[str, Any] | None),
@@ -243,7 +257,12 @@ def _format_outcome(
 # ``retrieval_hit``, a gold inside a retrieved block, is the QA core's: the tool scorer's too.
 
 
-@scorer("compute_score_format", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer)
+@scorer(
+    "compute_score_format",
+    SEARCH_R1_DATA_SOURCES,
+    validate=_check_normalizer,
+    results=FORMAT_RESULTS,
+)
 @_with_options(base=_options_of(_format_outcome))
 def score_format(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Search-R1's format-aware EM reward; dict with :data:`FORMAT_RESULT_KEYS`.

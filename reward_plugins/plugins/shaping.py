@@ -36,6 +36,7 @@ from reward_plugins.errors import InvalidOption
 from reward_plugins.extract import ExtractMode, scan_tags
 from reward_plugins.options import SCORE_LIMIT, PositiveInt, Range
 from reward_plugins.registry import WILDCARD, scorer
+from reward_plugins.results import ResultKey, Schema
 from reward_plugins.text.answers import MIN_CANDIDATES, count_candidates
 
 Penalty = Annotated[float, Range(0.0, SCORE_LIMIT)]
@@ -47,10 +48,38 @@ MinCandidates = Annotated[int, Range(2, None)]
 LengthUnit = Literal["response_words", "answer_words", "characters"]
 TextPart = Literal["response", "answer"]
 
-LENGTH_KEYS: tuple[str, ...] = ("score", "length", "overlong")
-REPETITION_KEYS: tuple[str, ...] = ("score", "ngrams", "distinct_ngrams", "repetition")
-ANSWER_LIST_KEYS: tuple[str, ...] = ("score", "candidates", "answer_found")
-LANGUAGE_MIX_KEYS: tuple[str, ...] = ("score", "letters", "foreign_letters", "foreign_share")
+_PENALTY = ResultKey("score", "reward", "score", gdpo=True)
+LENGTH_RESULTS: Schema = (
+    _PENALTY,
+    ResultKey("length", "length", "length"),
+    ResultKey("overlong", "rate", "over-long rate"),
+)
+"""``length`` in the term's ``unit``; ``overlong`` is 1 when the penalty applies."""
+REPETITION_RESULTS: Schema = (
+    _PENALTY,
+    ResultKey("ngrams", "length", "n-grams"),
+    ResultKey("distinct_ngrams", "count", "distinct n-grams"),
+    ResultKey("repetition", "component", "repetition share"),
+)
+"""``repetition`` is the share of repeated n-grams, ``1 - distinct_ngrams / ngrams``."""
+ANSWER_LIST_RESULTS: Schema = (
+    _PENALTY,
+    ResultKey("candidates", "count", "answer candidates"),
+    ResultKey("answer_found", "rate", "answer rate"),
+)
+LANGUAGE_MIX_RESULTS: Schema = (
+    _PENALTY,
+    ResultKey("letters", "length", "letters"),
+    ResultKey("foreign_letters", "length", "foreign letters"),
+    ResultKey("foreign_share", "component", "foreign-letter share"),
+)
+"""The terms' result schemas: only ``score`` is a reward dimension for GDPO; the rest restate
+it or measure the response."""
+
+LENGTH_KEYS: tuple[str, ...] = tuple(item.key for item in LENGTH_RESULTS)
+REPETITION_KEYS: tuple[str, ...] = tuple(item.key for item in REPETITION_RESULTS)
+ANSWER_LIST_KEYS: tuple[str, ...] = tuple(item.key for item in ANSWER_LIST_RESULTS)
+LANGUAGE_MIX_KEYS: tuple[str, ...] = tuple(item.key for item in LANGUAGE_MIX_RESULTS)
 
 DEFAULT_NGRAM_SIZE = 3
 """open-r1's default (``repetition_n_grams`` in ``src/open_r1/configs.py``)."""
@@ -117,7 +146,9 @@ def _check_length(options: Mapping[str, Any]) -> None:
         )
 
 
-@scorer("length_penalty", WILDCARD, ground_truth="raw", validate=_check_length)
+@scorer(
+    "length_penalty", WILDCARD, ground_truth="raw", validate=_check_length, results=LENGTH_RESULTS
+)
 def length_penalty(
     response: str,
     ground_truth: Any,
@@ -204,7 +235,7 @@ def repetition_counts(text: str, ngram_size: int) -> tuple[int, int]:
     return total, count_distinct_ngrams(words, ngram_size)
 
 
-@scorer("repetition_penalty", WILDCARD, ground_truth="raw")
+@scorer("repetition_penalty", WILDCARD, ground_truth="raw", results=REPETITION_RESULTS)
 def repetition_penalty(
     response: str,
     ground_truth: Any,
@@ -234,7 +265,7 @@ def repetition_penalty(
 # ----------------------------------------------------------------------- answer_list_penalty
 
 
-@scorer("answer_list_penalty", WILDCARD, ground_truth="raw")
+@scorer("answer_list_penalty", WILDCARD, ground_truth="raw", results=ANSWER_LIST_RESULTS)
 def answer_list_penalty(
     response: str,
     ground_truth: Any,
@@ -399,7 +430,13 @@ def _check_scripts(options: Mapping[str, Any]) -> None:
         )
 
 
-@scorer("language_mix_penalty", WILDCARD, ground_truth="raw", validate=_check_scripts)
+@scorer(
+    "language_mix_penalty",
+    WILDCARD,
+    ground_truth="raw",
+    validate=_check_scripts,
+    results=LANGUAGE_MIX_RESULTS,
+)
 def language_mix_penalty(
     response: str,
     ground_truth: Any,

@@ -57,22 +57,28 @@ from reward_plugins.plugins.qa_core import (
     retrieval_hit,
 )
 from reward_plugins.plugins.qa_core import with_options as _with_options
+from reward_plugins.plugins.search_r1 import QA_RESULTS
 from reward_plugins.registry import WILDCARD, scorer
+from reward_plugins.results import ResultKey, Schema
 from reward_plugins.tool_trajectory import ToolCall, Trajectory, parse_trajectory
 from reward_plugins.tools.schema import SEARCH_TOOL_CLASSES, arguments_error
 
 SHIPPED_TOOL_CONFIG = Path(__file__).resolve().parent.parent / "data" / "tools" / "search.yaml"
 """The tool YAML that ships with the package (the ``search`` tool); the default ``tool_config``."""
 
-TOOL_KEYS: tuple[str, ...] = (
-    "tool_calls",
-    "invalid_tool_calls",
-    "tool_responses",
-    "retrieval_hit",
-    "format_valid",
-    "assistant_turns",
-    "tool_reward_sum",
+TOOL_RESULTS: Schema = (
+    ResultKey("tool_calls", "count", "tool calls"),
+    ResultKey("invalid_tool_calls", "count", "invalid tool calls"),
+    ResultKey("tool_responses", "count", "tool responses"),
+    ResultKey("retrieval_hit", "component", "retrieval hit", gdpo=True),
+    ResultKey("format_valid", "component", "valid format", gdpo=True),
+    ResultKey("assistant_turns", "count", "assistant turns"),
+    ResultKey("tool_reward_sum", "component", "tool reward sum"),
 )
+"""The schema of the keys added to the QA keys (a count listed for GDPO would pay for longer
+trajectories; ``tool_reward_sum`` is unbounded)."""
+
+TOOL_KEYS: tuple[str, ...] = tuple(item.key for item in TOOL_RESULTS)
 """The keys added to the QA keys, in this order."""
 
 MAX_TOOL_REWARDS = 10_000
@@ -257,7 +263,7 @@ _TOOL_PARAMETERS: list[inspect.Parameter] = [
 ]
 
 
-@scorer("compute_score_tool", WILDCARD, validate=_check)
+@scorer("compute_score_tool", WILDCARD, validate=_check, results=(*QA_RESULTS, *TOOL_RESULTS))
 @_with_options(*_TOOL_PARAMETERS)
 def score_tool(
     solution_str: str,

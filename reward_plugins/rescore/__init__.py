@@ -3,7 +3,8 @@
 ``files`` decides what is read and where it is written, ``formats`` reads and writes each file
 format (one module each, one table), ``rows`` reads the columns of a row, ``execute`` runs a
 :class:`ScoreJob`: ``plan`` checks it, ``workers`` score its chunks, ``output`` writes the
-results in order; ``summary`` accumulates the summary, and ``report`` turns a run into an HTML
+results in order; ``summary`` accumulates the summary
+(named and ordered by the scorer's result schema), and ``report`` turns a run into an HTML
 page. Nothing here prints.
 """
 
@@ -14,6 +15,5 @@ from reward_plugins.rescore.execute import (
     run,
     usable_cpus,
 )
-from reward_plugins.rescore.summary import SUMMARY_METRICS
 
-__all__ = ["SUMMARY_METRICS", "BadRowError", "RescoreError", "ScoreJob", "run", "usable_cpus"]
+__all__ = ["BadRowError", "RescoreError", "ScoreJob", "run", "usable_cpus"]

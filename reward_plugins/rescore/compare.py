@@ -4,7 +4,8 @@ Rows are paired by their prompt: the first row of A with a given prompt with the
 with that prompt, the second with the second (GRPO's n samples of one prompt), whatever the
 order of the files. Paired rows must have the same ground truth; every other column may differ
 (the responses of two checkpoints do). The result columns are the ``reward_*`` columns holding
-a number in the first row of either output.
+a number in the first row of either output; a scorer's result schema, when given, names and
+orders them (:func:`labelled`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.files import PathError, file_format
 from reward_plugins.rescore.formats import rows_of
 from reward_plugins.rescore.rows import GROUND_TRUTH_COLUMNS, RESULT_PREFIX
+from reward_plugins.results import ResultKey, Schema, complete
 
 PROMPT_COLUMNS: tuple[str, ...] = ("input", "prompt")
 """Prompt columns looked for, in this order: verl's dumps call it ``input``, its datasets
@@ -326,6 +328,14 @@ def _prompt_at(path: Path, number: int, column: str) -> Any:
     """The prompt of row ``number`` of ``path`` (read again, for a message)."""
     record = next(itertools.islice(output_rows(path), number - 1, None))
     return rows.column_value(record, column)
+
+
+def labelled(columns: Sequence[str], schema: Schema = ()) -> dict[str, ResultKey]:
+    """The compared ``reward_<key>`` columns, each with its key's :class:`ResultKey` under
+    ``schema`` (the scorer's): declared keys in the schema's order, then the others in
+    ``columns`` order as ``diagnostic`` keys labelled by their names."""
+    keys = [column[len(RESULT_PREFIX) :] for column in columns]
+    return {RESULT_PREFIX + item.key: item for item in complete(schema, keys)}
 
 
 def _result_columns(

@@ -113,7 +113,8 @@ def run(
         failures.finish()
     seconds = time.perf_counter() - started
     finished = time.perf_counter()
-    groups = summary.finish(stats.counts)
+    schema = summary.schema_of(job.scorer, job.options, summary.sources(stats.counts))
+    groups = summary.finish(stats.counts, schema)
     stats.seconds["summary"] = time.perf_counter() - finished
     return _summary(job, the_plan, columns, stats, groups, seconds)
 

@@ -1,11 +1,14 @@
 """The job summary, accumulated as counts so that it costs the same for any number of rows.
 
-Workers count, per chunk, how many rows share each data source, step and vector of summary
-metric values; the parent merges the counts. Intervals are computed once at the end: a 95% bootstrap
-interval per data source and overall (resampling the counts, the same distribution as
-resampling the rows), and a normal-approximation band per step (mean +- 1.96 standard errors,
-clipped to the values' range), which is what a curve over hundreds of steps needs and costs
-nothing.
+The summary knows no scorer: it counts every key of every result, and the scorer's result schema
+(:mod:`reward_plugins.results`), given at the end, names and orders them. Workers count, per
+chunk, how many rows share each data source, step and whole result (:data:`Tally`, one cheap
+update per row), then fold that into counts per key and value (:func:`by_key`), which is what
+they send: their size grows with the distinct values of each key, never with the rows. The
+parent merges the counts. Intervals are computed once at the end: a 95% bootstrap interval per
+data source and overall (resampling the counts, the same distribution as resampling the rows),
+and a normal-approximation band per step (mean +- 1.96 standard errors, clipped to the values'
+range), which is what a curve over hundreds of steps needs and costs nothing.
 """
 
 from __future__ import annotations
@@ -18,30 +21,31 @@ from typing import Any
 import numpy as np
 
 from reward_plugins.metrics.aggregate import bootstrap_mean_of_counts
+from reward_plugins.results import SCORE_ONLY, Schema, complete, union
+from reward_plugins.router import result_schema
 
-SUMMARY_METRICS: tuple[tuple[str, str], ...] = (
-    ("score", "score"),
-    ("em", "EM"),
-    ("subem", "SubEM"),
-    ("f1", "F1"),
-    ("answer_found", "answer rate"),
-    ("spam_penalized", "spam-penalized rate"),
-)
-"""``(result key, label)`` of the summary's means, each reported where the scorer computes it
-for every row of the group."""
+Tally = Counter[tuple[str, int | None, tuple[tuple[str, Any], ...]]]
+"""A worker's count of rows per ``(data_source, step, tuple(result.items()))``."""
 
-Counts = Counter[tuple[str, int | None, tuple[Any, ...]]]
-"""How many rows had each ``(data_source, step, values)``, where ``values`` holds the row's value
-of each summary metric (``None`` where the result has no such key): for QA metrics a chunk has
-few distinct such tuples, so counting them is cheap to do, send and merge."""
+Counts = Counter[tuple[str, int | None, str | None, Any]]
+"""How many rows had each ``(data_source, step, key, value)``; ``(data_source, step, None,
+None)`` counts the rows themselves."""
 
-KEYS = tuple(key for key, _ in SUMMARY_METRICS)
-"""The summary metrics' result keys, in the order of a :data:`Counts` values tuple."""
+
+def by_key(tally: Tally) -> Counts:
+    """The counts per key and value of a worker's :data:`Tally` (what the worker sends)."""
+    counts: Counts = Counter()
+    for (source, step, items), n in tally.items():
+        counts[source, step, None, None] += n
+        for key, value in items:
+            counts[source, step, key, value] += n
+    return counts
 
 
 def count(rows: Iterable[tuple[str, int | None, Mapping[str, Any]]]) -> Counts:
-    """The counts of ``(data_source, step, result)`` rows (run in the worker)."""
-    return Counter((source, step, tuple(map(result.get, KEYS))) for source, step, result in rows)
+    """The counts of ``(data_source, step, result)`` rows."""
+    tally: Tally = Counter((source, step, tuple(result.items())) for source, step, result in rows)
+    return by_key(tally)
 
 
 def merge(total: Counts, part: Counts) -> None:
@@ -49,43 +53,62 @@ def merge(total: Counts, part: Counts) -> None:
     total.update(part)
 
 
+def schema_of(scorer: str, options: Mapping[str, Any], sources: Iterable[str]) -> Schema:
+    """The result schema of ``scorer`` with ``options`` over the data sources of a run (the
+    union of each source's: a name may have one registration per data source).
+
+    Raises:
+        PluginError: a declared schema breaks the contract.
+    """
+    return union(result_schema(scorer, source, options) for source in sorted(set(sources)))
+
+
+def sources(counts: Counts) -> set[str]:
+    """The data sources with counted rows."""
+    return {source for source, _, key, _ in counts if key is None}
+
+
 Group = dict[str, Any]
-"""``{"rows": n, "values": {metric: {value: count}}}``: one data source, step, or all rows."""
+"""``{"rows": n, "values": {key: {value: count}}}``: one data source, step, or all rows."""
 
 
-def _groups(counts: Counts) -> tuple[dict[str, Group], dict[int, Group], Group]:
-    """The counts per data source, per step (rows with a step), and overall."""
+def _groups(counts: Counts) -> tuple[dict[str, Group], dict[int, Group], Group, list[str]]:
+    """The counts per data source, per step (rows with a step), overall, and every key seen
+    (in order of first appearance)."""
     sources: dict[str, Group] = {}
     steps: dict[int, Group] = {}
     overall: Group = {"rows": 0, "values": {}}
-    for (source, step, values), n in counts.items():
+    seen: dict[str, None] = {}
+    for (source, step, key, value), n in counts.items():
         targets = [sources.setdefault(source, {"rows": 0, "values": {}}), overall]
         if step is not None:
             targets.append(steps.setdefault(step, {"rows": 0, "values": {}}))
+        if key is None:
+            for group in targets:
+                group["rows"] += n
+            continue
+        seen[key] = None
         for group in targets:
-            group["rows"] += n
-            for key, value in zip(KEYS, values, strict=True):
-                if value is not None:
-                    seen = group["values"].setdefault(key, {})
-                    seen[value] = seen.get(value, 0) + n
-    return sources, steps, overall
+            values = group["values"].setdefault(key, {})
+            values[value] = values.get(value, 0) + n
+    return sources, steps, overall, list(seen)
 
 
 def _arrays(values: Mapping[Any, int]) -> tuple[np.ndarray, np.ndarray]:
     return np.fromiter(values.keys(), float, len(values)), np.fromiter(values.values(), np.int64)
 
 
-def _bootstrap(group: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+def _bootstrap(group: Group, keys: list[str]) -> dict[str, dict[str, float]]:
     metrics = {}
-    for metric, values in _complete(group):
+    for key, values in _complete(group, keys):
         interval = bootstrap_mean_of_counts(*_arrays(values))
-        metrics[metric] = {"mean": interval.mean, "low": interval.low, "high": interval.high}
+        metrics[key] = {"mean": interval.mean, "low": interval.low, "high": interval.high}
     return metrics
 
 
-def _band(group: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+def _band(group: Group, keys: list[str]) -> dict[str, dict[str, float]]:
     metrics = {}
-    for metric, values in _complete(group):
+    for key, values in _complete(group, keys):
         points, weights = _arrays(values)
         n = int(weights.sum())
         mean = float(np.dot(points, weights) / n)
@@ -94,34 +117,43 @@ def _band(group: Mapping[str, Any]) -> dict[str, dict[str, float]]:
             variance = float(np.dot((points - mean) ** 2, weights)) / (n - 1)
             spread = 1.96 * math.sqrt(variance / n)
         low, high = max(mean - spread, points.min()), min(mean + spread, points.max())
-        metrics[metric] = {"mean": mean, "low": float(low), "high": float(high)}
+        metrics[key] = {"mean": mean, "low": float(low), "high": float(high)}
     return metrics
 
 
-def _complete(group: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[Any, int]]]:
-    """The metrics every row of the group has a value for, in summary order."""
-    for metric, _ in SUMMARY_METRICS:
-        values = group["values"].get(metric)
+def _complete(group: Group, keys: list[str]) -> Iterable[tuple[str, Mapping[Any, int]]]:
+    """The keys every row of the group has a value for, in ``keys`` order."""
+    for key in keys:
+        values = group["values"].get(key)
         if values and sum(values.values()) == group["rows"]:
-            yield metric, values
+            yield key, values
 
 
-def finish(counts: Counts) -> dict[str, Any]:
-    """The summary of ``counts``.
+def finish(counts: Counts, schema: Schema = SCORE_ONLY) -> dict[str, Any]:
+    """The summary of ``counts`` under the scorer's result ``schema``.
 
-    ``{"sources": {data_source: group}, "overall": group, "steps": [{"step": n, **group}]}``,
-    sources sorted, steps in step order (empty when no row has a ``step``), where a group is
-    ``{"rows": n, "metrics": {key: {"mean", "low", "high"}}}``.
+    ``{"results": [...], "sources": {data_source: group}, "overall": group, "steps": [{"step":
+    n, **group}]}``, sources sorted, steps in step order (empty when no row has a ``step``),
+    where a group is ``{"rows": n, "metrics": {key: {"mean", "low", "high"}}}`` holding the keys
+    that every row of the group has, and ``results`` lists every key seen as ``{"key", "kind",
+    "label", "gdpo"}``: the declared keys in the schema's order, then each undeclared one as a
+    ``diagnostic`` (:func:`reward_plugins.results.complete`). Metrics follow that order.
     """
-    sources, steps, overall = _groups(counts)
+    sources, steps, overall, seen = _groups(counts)
+    results = complete(schema, seen)
+    keys = [item.key for item in results]
     return {
+        "results": [
+            {"key": item.key, "kind": item.kind, "label": item.label, "gdpo": item.gdpo}
+            for item in results
+        ],
         "sources": {
-            name: {"rows": sources[name]["rows"], "metrics": _bootstrap(sources[name])}
+            name: {"rows": sources[name]["rows"], "metrics": _bootstrap(sources[name], keys)}
             for name in sorted(sources)
         },
-        "overall": {"rows": overall["rows"], "metrics": _bootstrap(overall)},
+        "overall": {"rows": overall["rows"], "metrics": _bootstrap(overall, keys)},
         "steps": [
-            {"step": step, "rows": steps[step]["rows"], "metrics": _band(steps[step])}
+            {"step": step, "rows": steps[step]["rows"], "metrics": _band(steps[step], keys)}
             for step in sorted(steps)
         ],
     }

@@ -161,7 +161,7 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
     name = job.names[chunk.file_index]
     writer, read = _chunk_writer(job, chunk)
     failed: list[FailedRow] = []
-    counts: summary.Counts = Counter()
+    tally: summary.Tally = Counter()
     described: list[Any] = []
     replaced: set[str] = set()
     stringified = total = 0
@@ -180,7 +180,7 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
             failed.append(FailedRow(number, outcome, _raw_text(raw)))
             continue
         step = _step(parsed)
-        counts[source, step, tuple(map(outcome.get, summary.KEYS))] += 1
+        tally[source, step, tuple(outcome.items())] += 1
         rewards = rows.reward_columns(outcome)
         if not parsed.keys().isdisjoint(rewards):
             replaced.update(rewards.keys() & parsed.keys())
@@ -196,7 +196,7 @@ def process_chunk(job: WorkerJob, chunk: Chunk) -> ChunkResult:
         total,
         output,
         failed,
-        counts,
+        summary.by_key(tally),
         stringified,
         frozenset(replaced | also_replaced),
         chunk.digest,

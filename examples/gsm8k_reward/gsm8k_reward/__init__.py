@@ -29,14 +29,30 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
-from reward_plugins import Score, scorer
+from reward_plugins import ResultKey, Score, scorer
 
-__all__ = ["DATA_SOURCE", "RESULT_KEYS", "extract_answer", "gsm8k_numeric", "same_number"]
+__all__ = [
+    "DATA_SOURCE",
+    "RESULTS",
+    "RESULT_KEYS",
+    "extract_answer",
+    "gsm8k_numeric",
+    "same_number",
+]
 
 DATA_SOURCE = "openai/gsm8k"
 """The data source verl's GSM8K preprocessing writes into every row."""
 
-RESULT_KEYS = ("score", "acc", "answer_found")
+RESULTS = (
+    ResultKey("score", "reward", "score", gdpo=True),
+    ResultKey("acc", "component", "accuracy", gdpo=True),
+    ResultKey("answer_found", "rate", "answer rate"),
+)
+"""What every result holds, declared: the summary, the report, ``compare`` and ``recipe keys``
+read it. ``acc`` is a quality score GDPO may weigh; ``answer_found`` is an indicator (0 or 1),
+shown as a rate and never weighed."""
+
+RESULT_KEYS = tuple(item.key for item in RESULTS)
 """The keys of every result: verl logs each one as a metric, so they never change."""
 
 TAIL_CHARS = 300
@@ -94,7 +110,7 @@ def same_number(answer: str, gold: str) -> bool:
     return value is not None and value == _as_number(gold)
 
 
-@scorer("gsm8k_numeric", DATA_SOURCE)
+@scorer("gsm8k_numeric", DATA_SOURCE, results=RESULTS)
 def gsm8k_numeric(
     response: str,
     golds: tuple[str, ...],
