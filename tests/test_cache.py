@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from reward_plugins import cache
 from reward_plugins.cache import BoundedCache
-from reward_plugins.plugins import composed, search_r1
+from reward_plugins.plugins import composed, qa_core
 from reward_plugins.registry import registrations_named
 
 
@@ -41,7 +41,7 @@ def test_the_option_sets_of_a_scorer_are_bounded() -> None:
 
 def test_recipes_and_metrics_are_bounded() -> None:
     assert composed._recipes.limit == composed._by_identity.limit == cache.RECIPES
-    assert search_r1._metrics.limit == cache.BUILT_METRICS
+    assert qa_core._metrics.limit == cache.BUILT_METRICS
     # a fresh, equal components list on every call: the identity memo no longer grows without
     # end (it was emptied only with the recipes, which an equal list never adds to)
     components = [{"scorer": "compute_score", "as": "em", "weight": 1.0}]

@@ -320,7 +320,10 @@ def test_compare_refuses_an_unknown_scorer_in_one_line(tmp_path: Path) -> None:
         SHORT_ANSWER_EM, "compare", first, first, "--scorer", "no_such_scorer"
     )
     assert result.returncode == 2
-    assert result.stderr.startswith("reward-plugins: error: compare: --scorer no_such_scorer: ")
+    assert result.stderr.startswith(
+        "reward-plugins: error: compare: argument --scorer: no scorer is registered as "
+        "'no_such_scorer'"
+    )
     assert len(result.stderr.splitlines()) == 1
     with pytest.raises(SystemExit) as exited:  # --set without --scorer: a usage error
         main(["compare", str(first), str(first), "--set", "max_words=1"])
