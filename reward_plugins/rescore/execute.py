@@ -38,7 +38,7 @@ from reward_plugins.errors import (
     UnknownScorer,
 )
 from reward_plugins.registry import registrations_named
-from reward_plugins.rescore import files, rows, summary
+from reward_plugins.rescore import datasets, files, rows, summary
 from reward_plugins.rescore.records import ScoredRow
 from reward_plugins.router import check_options, route
 
@@ -77,7 +77,8 @@ class ScoreJob:
     1 locally, every CPU on Ray). ``quiet`` silences Ray. ``describe`` (a picklable function of
     a :class:`ScoredRow`) runs in the workers on every scored row; :func:`run` hands its results
     to ``on_described`` in input order. ``also_writes`` names the files the caller writes besides
-    (a summary): none may be an input or an output.
+    (a summary): none may be an input or an output. ``datasets`` are verl's dataset files of the
+    run: each row's data source is joined from them on its prompt (:mod:`.datasets`).
     """
 
     inputs: tuple[str | Path, ...]
@@ -97,6 +98,7 @@ class ScoreJob:
     resume: bool = False
     describe: Callable[[ScoredRow], Any] | None = None
     also_writes: tuple[Path, ...] = ()
+    datasets: tuple[Path, ...] = ()
 
 
 def usable_cpus() -> int:
@@ -154,6 +156,7 @@ class WorkerJob:
     parquet_schema: Any = None  # the input columns of a parquet output made from JSONL
     describe: Callable[[ScoredRow], Any] | None = None
     extra_info: bool = False  # the scorer takes extra_info: build it from each row
+    sources: datasets.PromptIndex | None = None  # --dataset: each row's data source joined
 
 
 def _parquet_module() -> Any:
@@ -258,7 +261,12 @@ def _score_record(
     except ValueError as error:
         detail = f"invalid ground truth: {error}"
         return "", response, False, rows.RowFailure("invalid ground truth", detail)
-    source = job.data_source or rows.column_value(record, columns.data_source or "")
+    if job.sources is not None:
+        source = job.sources.data_source(record, truth)
+        if isinstance(source, rows.RowFailure):
+            return "", response, stringified, source
+    else:
+        source = job.data_source or rows.column_value(record, columns.data_source or "")
     if not isinstance(source, str) or not source:
         detail = (
             f"data_source must be a non-empty string (column {columns.data_source!r}), got "
@@ -379,6 +387,8 @@ def _read_columns(job: WorkerJob, batch: Any) -> list[str]:
         wanted += [rows.EXTRA_INFO_COLUMN, *rows.AGENT_LOOP_COLUMNS]
     if job.describe is not None:
         wanted += ["input", "score"]
+    if job.sources is not None:
+        wanted.append(datasets.PROMPT_COLUMN)
     names = set(batch.schema.names)
     return list(dict.fromkeys(n.partition(".")[0] for n in wanted if n.partition(".")[0] in names))
 
@@ -646,6 +656,12 @@ def plan(job: ScoreJob) -> _Plan:
         raise RescoreError(
             f"--set: {error}" if not isinstance(error, LookupError) else str(error)
         ) from None
+    if job.datasets and (job.data_source is not None or job.data_source_column is not None):
+        raise RescoreError("give --dataset or --data-source/--data-source-column, not both")
+    try:
+        datasets.check(job.datasets)
+    except datasets.DatasetError as error:
+        raise RescoreError(str(error)) from None
     if job.workers is not None and job.workers < 1:
         raise RescoreError(f"--workers must be at least 1, got {job.workers}")
     try:
@@ -716,6 +732,9 @@ def _settings(job: ScoreJob) -> dict[str, Any]:
         "response_column": job.response_column,
         "ground_truth_column": job.ground_truth_column,
         "on_error": job.on_error,
+        **(
+            {"datasets": [files.file_digest(path) for path in job.datasets]} if job.datasets else {}
+        ),
     }
 
 
@@ -742,7 +761,9 @@ def _columns(job: ScoreJob, the_plan: _Plan) -> rows.Columns:
         return rows.Columns(
             job.response_column or rows.RESPONSE_COLUMNS[0],
             job.ground_truth_column or rows.GROUND_TRUTH_COLUMNS[0],
-            None if job.data_source else job.data_source_column or rows.DATA_SOURCE_COLUMN,
+            None
+            if job.data_source or job.datasets
+            else job.data_source_column or rows.DATA_SOURCE_COLUMN,
         )
     where = f"input {the_plan.inputs[the_plan.todo[0]]}"
     try:
@@ -763,7 +784,7 @@ def _columns(job: ScoreJob, the_plan: _Plan) -> rows.Columns:
             where,
         )
         source = None
-        if job.data_source is None:
+        if job.data_source is None and not job.datasets:
             given = job.data_source_column
             source = rows.find_column(
                 records,
@@ -844,6 +865,12 @@ def run(
     parquet_schema = None
     if todo and ".parquet" in output_formats:
         parquet_schema = _union_schema(the_plan)
+    sources = None
+    if todo and job.datasets:
+        try:
+            sources = datasets.load(job.datasets)
+        except datasets.DatasetError as error:
+            raise RescoreError(str(error)) from None
     worker_job = WorkerJob(
         job.scorer,
         dict(job.options),
@@ -855,6 +882,7 @@ def run(
         parquet_schema,
         job.describe,
         takes_extra_info(job.scorer),
+        sources,
     )
     stats = _Stats()
     with contextlib.ExitStack() as stack:
@@ -900,6 +928,13 @@ def run(
             "data_source": columns.data_source if columns else None,
         },
         "data_source_option": job.data_source,
+        "datasets": None
+        if sources is None
+        else {
+            "files": list(sources.files),
+            "rows": sources.total_rows,
+            "data_sources": list(sources.sources),
+        },
         "rows": stats.rows,
         "scored": stats.scored,
         "stringified_ground_truths": stats.stringified,
