@@ -355,3 +355,21 @@ def test_the_longest_prompt_ending_near_the_end_wins(tmp_path: Path) -> None:
     assert index.data_source({"input": "Context: x. Question: who?"}, {"target": ("y",)}) == "long"
     mismatch = index.data_source({"input": "Context: x. Question: who?"}, {"target": ["z"]})
     assert isinstance(mismatch, tuple) and mismatch[0] == "ground truth differs from dataset"
+
+
+def test_resume_keeps_outputs_only_for_the_same_datasets(tmp_path: Path, chatml: Any) -> None:
+    rows = sample_rows(NQ)
+    run = tmp_path / "rollouts"
+    run.mkdir()
+    write_dump(run / "1.jsonl", [dump_entry(chatml, row, 1) for row in rows[:15]])
+    write_dump(run / "2.jsonl", [dump_entry(chatml, row, 2) for row in rows[15:]])
+    dataset = write_dataset(tmp_path / "nq.parquet", rows)
+    command = ("score", run, "-o", tmp_path / "out", "--dataset", dataset, "--resume")
+    assert run_cli(*command).returncode == 0
+    again = run_cli(*command)
+    assert again.stdout.startswith("resumed: all 2 outputs of ")
+    write_dataset(dataset, [{**row, "data_source": HOTPOTQA} for row in rows])  # relabelled
+    changed = run_cli(*command, "--summary-json", tmp_path / "s.json")
+    assert changed.returncode == 0, changed.stderr
+    summary = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert summary["resumed_files"] == [] and list(summary["sources"]) == [HOTPOTQA]

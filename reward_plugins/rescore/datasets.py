@@ -154,11 +154,12 @@ class PromptIndex:
         best: list[Prompt] = []
         longest = 0
         size = len(key)
+        tails, widths = self.tails, self.widths
         for end in range(size, max(size - SUFFIX_CHARS, 0) - 1, -1):
-            for width in self.widths:
+            for width in widths:
                 if width > end:
                     continue
-                for prompt in self.tails.get(key[end - width : end], ()):
+                for prompt in tails.get(key[end - width : end], ()):
                     if prompt.length > end or prompt.length < longest:
                         continue
                     if _digest(key[end - prompt.length : end]) != prompt.digest:
