@@ -47,6 +47,7 @@ The datasets are read once in the parent, only the ``data_source``, ``prompt`` a
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,9 +191,11 @@ def _digest(key: str) -> bytes:
 def truth_digest(value: Any) -> bytes:
     """A digest of a ground truth, equal for equal JSON values (keys in any order, tuples as
     lists, null mapping fields left out: parquet gives every row every field of a struct)."""
-    canonical = orjson.dumps(
-        _canonical(value), option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY
-    )
+    plain = _canonical(value)
+    try:
+        canonical = orjson.dumps(plain, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # a lone surrogate, an integer beyond 64 bits, another type
+        canonical = json.dumps(plain, sort_keys=True, default=repr).encode()
     return hashlib.blake2b(canonical, digest_size=8).digest()
 
 
