@@ -5,8 +5,11 @@ verl's rollout dumps (``_log_rollout_data`` and ``_validate`` in
 ``data_source``: each row holds ``input``, the prompt's token ids decoded with
 ``tokenizer.batch_decode(..., skip_special_tokens=True)``, ``output``, ``gts``, ``score``,
 ``step``. Those ids are the row's ``prompt`` messages of the dataset
-(``verl/utils/dataset/rl_dataset.py``) with the chat template applied
-(``apply_chat_template(messages, add_generation_prompt=True)``). So a dump's ``input`` is the
+(``verl/utils/dataset/rl_dataset.py``, ``raw_prompt``) rendered by the agent loop with the chat
+template (``build_initial_tokens`` in ``verl/utils/tokenizer/continuous_token.py``:
+``add_generation_prompt=True``), left-truncated to ``rollout.prompt_length``
+(``_cap_text_prompt_length`` in ``verl/experimental/agent_loop/agent_loop.py``). So a dump's
+``input`` is the
 template's text, every message's content, and the generation prompt's header, less the
 template's special tokens.
 
@@ -33,8 +36,9 @@ summary's skipped rows and written to the failures file) when
   the dump's numpy-stringified lists are read back (:func:`~reward_plugins.rescore.rows.
   ground_truth`). A dataset without ``reward_model.ground_truth`` is not checked.
 
-**Limits.** The join fails (the row is named, never relabelled) when verl truncated the prompt
-(``data.truncation`` other than ``error``), when the template writes more than
+**Limits.** The join fails (the row is named, never relabelled) when the prompt's last message
+was cut (``data.truncation: right`` or ``middle``, or a last message longer than
+``rollout.prompt_length``: left truncation keeps the end), when the template writes more than
 :data:`SUFFIX_CHARS` non-space characters after the last message, when the tokenizer's decoding
 changes characters other than spaces (Unicode normalization, byte-fallback replacement
 characters), and for multimodal prompts whose placeholders the processor replaced.
