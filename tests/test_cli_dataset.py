@@ -299,9 +299,9 @@ def test_datasets_over_the_caps_or_without_columns_are_refused(tmp_path: Path) -
         sparse.truncate(datasets.MAX_DATASET_BYTES + 1)
     pq.write_table(pa.table({"data_source": ["nq"]}), tmp_path / "no_prompt.parquet")
     write_jsonl(tmp_path / "bad.jsonl", [{"data_source": "nq", "prompt": "a string"}])
+    cap = datasets.MAX_DATASET_ROWS
     expected = {
-        "many.parquet": f"5,000,001 rows; the datasets hold over {datasets.MAX_DATASET_ROWS:,} "
-        "rows, the cap",
+        "many.parquet": f"{cap + 1:,} rows; the datasets hold over {cap:,} rows, the cap",
         "big.parquet": f"2,147,483,649 bytes, over the {datasets.MAX_DATASET_BYTES:,}-byte cap",
         "no_prompt.parquet": "no 'prompt' column (verl's datasets have data_source, prompt, "
         "reward_model); columns: data_source",

@@ -75,7 +75,7 @@ TAIL_CHARS = 32
 MAX_DATASET_BYTES = 2 << 30
 """A dataset file larger than this (2 GiB) is refused."""
 
-MAX_DATASET_ROWS = 5_000_000
+MAX_DATASET_ROWS = 2_000_000
 """Datasets holding more rows than this in all are refused (the index holds one entry per
 distinct prompt: about 700 bytes in memory, 80 pickled for the workers)."""
 
