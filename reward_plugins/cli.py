@@ -385,6 +385,16 @@ def _add_job_arguments(command: argparse.ArgumentParser) -> None:
         "--ground-truth-column", help=f"default: {', '.join(GROUND_TRUTH_COLUMNS)}"
     )
     command.add_argument(
+        "--dataset",
+        dest="datasets",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="verl's train/val file (.parquet, .jsonl) of the run: each row's data source joined "
+        "on its prompt (repeatable; instead of --data-source)",
+    )
+    command.add_argument(
         "--on-error",
         choices=("fail", "skip"),
         default="fail",
@@ -688,6 +698,8 @@ def _job(
         parser.error("--ray-address needs --backend ray")
     if args.data_source is not None and args.data_source_column is not None:
         parser.error("give --data-source or --data-source-column, not both")
+    if args.datasets and (args.data_source is not None or args.data_source_column is not None):
+        parser.error("give --dataset or --data-source/--data-source-column, not both")
     if args.recipe is not None:
         if args.scorer not in (None, COMPOSED_SCORER):
             parser.error(f"--recipe pays {COMPOSED_SCORER}; leave out --scorer {args.scorer}")
@@ -722,6 +734,7 @@ def _job(
         quiet=args.quiet,
         resume=getattr(args, "resume", False),
         also_writes=tuple(args.writes),
+        datasets=tuple(args.datasets),
     )
 
 
@@ -841,6 +854,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         )
     columns = summary["columns"]
     source = columns["data_source"] or f"--data-source {summary['data_source_option']}"
+    if summary.get("datasets"):
+        source = f"joined on the prompt from --dataset {', '.join(summary['datasets']['files'])}"
     options = " ".join(f"{k}={json.dumps(v)}" for k, v in summary["options"].items())
     lines = [
         f"scored {summary['scored']} of {plural(summary['rows'], 'row')} of {summary['input']} "

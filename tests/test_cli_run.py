@@ -784,6 +784,7 @@ def test_summary_json_has_a_series_per_step(tmp_path: Path) -> None:
         "workers",
         "columns",
         "data_source_option",
+        "datasets",
         "rows",
         "scored",
         "stringified_ground_truths",

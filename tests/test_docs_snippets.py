@@ -30,7 +30,9 @@ golds a numpy array dumped through ``str``, ``score`` verl's own ``search_r1_lik
   sample's first and last 60 rows as steps 1 and 2;
 - ``ckpt/val/120.jsonl``: a ``trainer.validation_data_dir`` dump, all 120 rows at step 120;
 - ``configs/``: a copy of the repository's verl configs;
-- ``my_recipe.yaml``: a copy of the shipped recipe ``search_r1_shaped``.
+- ``my_recipe.yaml``: a copy of the shipped recipe ``search_r1_shaped``;
+- ``data/val.parquet``: the run's verl dataset (``data.val_files``): each distinct prompt of the
+  sample once, with its ``data_source``, ``prompt``, ``reward_model`` and ``extra_info``.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ WORKSPACE_FILES = (
     "ckpt/val/120.jsonl",
     "configs",
     "my_recipe.yaml",
+    "data/val.parquet",
 )
 """What the doc workspace holds (the module docstring says what each is)."""
 
@@ -271,6 +274,17 @@ def write_dump(path: Path, rows: list[dict[str, Any]], step: int) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
+def write_dataset(path: Path, rows: list[dict[str, Any]]) -> None:
+    """The verl dataset ``rows`` came from: each prompt once, without the response."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    prompts = {json.dumps(row["prompt"]): row for row in reversed(rows)}
+    table = [{k: v for k, v in row.items() if k != "response"} for row in prompts.values()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(table[::-1]), path)
+
+
 @pytest.fixture(scope="module")
 def doc_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The files the documented commands name (see the module docstring)."""
@@ -282,6 +296,7 @@ def doc_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_dump(root / "ckpt" / "val" / "120.jsonl", rows, step=120)
     shutil.copytree(REPO_ROOT / "configs", root / "configs")
     shutil.copyfile(RECIPES / "search_r1_shaped.yaml", root / "my_recipe.yaml")
+    write_dataset(root / "data" / "val.parquet", rows)
     return root
 
 

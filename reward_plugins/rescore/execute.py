@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from reward_plugins.rescore import rows, summary
+from reward_plugins.rescore import datasets, rows, summary
 from reward_plugins.rescore.background import in_background
 from reward_plugins.rescore.errors import BadRowError, DataError, RescoreError
 from reward_plugins.rescore.formats import read_chunks
@@ -40,7 +40,8 @@ class ScoreJob:
     1 locally, every CPU on Ray). ``quiet`` silences Ray. ``describe`` (a picklable function of
     a :class:`ScoredRow`) runs in the workers on every scored row; :func:`run` hands its results
     to ``on_described`` in input order. ``also_writes`` names the files the caller writes besides
-    (a summary): none may be an input or an output.
+    (a summary): none may be an input or an output. ``datasets`` are verl's dataset files of the
+    run: each row's data source is joined from them on its prompt (:mod:`.datasets`).
     """
 
     inputs: tuple[str | Path, ...]
@@ -60,6 +61,7 @@ class ScoreJob:
     resume: bool = False
     describe: Callable[[ScoredRow], Any] | None = None
     also_writes: tuple[Path, ...] = ()
+    datasets: tuple[Path, ...] = ()
 
 
 def run(
@@ -79,6 +81,12 @@ def run(
     todo = the_plan.todo
     columns = find_columns(job, the_plan) if todo else None
     check_outputs(the_plan)
+    sources = None
+    if todo and job.datasets:
+        try:
+            sources = datasets.load(job.datasets)
+        except datasets.DatasetError as error:
+            raise RescoreError(str(error)) from None
     worker_job = WorkerJob(
         job.scorer,
         dict(job.options),
@@ -90,6 +98,7 @@ def run(
         output_schema(the_plan),
         job.describe,
         takes_extra_info(job.scorer),
+        sources,
     )
     stats = Stats()
     with contextlib.ExitStack() as stack:
@@ -116,7 +125,7 @@ def run(
     schema = summary.schema_of(job.scorer, job.options, summary.sources(stats.counts))
     groups = summary.finish(stats.counts, schema)
     stats.seconds["summary"] = time.perf_counter() - finished
-    return _summary(job, the_plan, columns, stats, groups, seconds)
+    return _summary(job, the_plan, columns, stats, groups, seconds, sources)
 
 
 def _summary(
@@ -126,6 +135,7 @@ def _summary(
     stats: Stats,
     groups: dict[str, Any],
     seconds: float,
+    sources: datasets.PromptIndex | None,
 ) -> dict[str, Any]:
     """The job's summary: what was read and written, the counts, ``groups`` (the metrics per
     data source and step) and the time taken."""
@@ -150,6 +160,13 @@ def _summary(
             "data_source": columns.data_source if columns else None,
         },
         "data_source_option": job.data_source,
+        "datasets": None
+        if sources is None
+        else {
+            "files": list(sources.files),
+            "rows": sources.total_rows,
+            "data_sources": list(sources.sources),
+        },
         "rows": stats.rows,
         "scored": stats.scored,
         "stringified_ground_truths": stats.stringified,

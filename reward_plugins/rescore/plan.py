@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from reward_plugins.errors import RewardPluginsError
-from reward_plugins.rescore import files, rows
+from reward_plugins.rescore import datasets, files, rows
 from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.formats import Format, rows_of
 from reward_plugins.router import check_options
@@ -83,6 +83,12 @@ def _check_options(job: ScoreJob) -> None:
         raise RescoreError(
             f"--set: {error}" if not isinstance(error, LookupError) else str(error)
         ) from None
+    if job.datasets and (job.data_source is not None or job.data_source_column is not None):
+        raise RescoreError("give --dataset or --data-source/--data-source-column, not both")
+    try:
+        datasets.check(job.datasets)
+    except datasets.DatasetError as error:
+        raise RescoreError(str(error)) from None
     if job.workers is not None and job.workers < 1:
         raise RescoreError(f"--workers must be at least 1, got {job.workers}")
 
@@ -140,6 +146,9 @@ def settings(job: ScoreJob) -> dict[str, Any]:
         "response_column": job.response_column,
         "ground_truth_column": job.ground_truth_column,
         "on_error": job.on_error,
+        **(
+            {"datasets": [files.file_digest(path) for path in job.datasets]} if job.datasets else {}
+        ),
     }
 
 
@@ -165,7 +174,9 @@ def find_columns(job: ScoreJob, the_plan: Plan) -> rows.Columns:
         return rows.Columns(
             job.response_column or rows.RESPONSE_COLUMNS[0],
             job.ground_truth_column or rows.GROUND_TRUTH_COLUMNS[0],
-            None if job.data_source else job.data_source_column or rows.DATA_SOURCE_COLUMN,
+            None
+            if job.data_source or job.datasets
+            else job.data_source_column or rows.DATA_SOURCE_COLUMN,
         )
     where = f"input {the_plan.inputs[the_plan.todo[0]]}"
     try:
@@ -186,7 +197,7 @@ def find_columns(job: ScoreJob, the_plan: Plan) -> rows.Columns:
             where,
         )
         source = None
-        if job.data_source is None:
+        if job.data_source is None and not job.datasets:
             given = job.data_source_column
             source = rows.find_column(
                 records,

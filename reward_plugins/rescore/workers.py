@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reward_plugins.errors import InvalidGroundTruth, UnknownDataSource, UnknownScorer
 from reward_plugins.registry import registrations_named
-from reward_plugins.rescore import rows, summary
+from reward_plugins.rescore import datasets, rows, summary
 from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.formats import Chunk, ChunkWriter, Format
 from reward_plugins.rescore.formats.base import NO_OUTPUT
@@ -79,6 +79,7 @@ class WorkerJob:
     output_schema: Any = None  # what the chunks of the output made of several inputs share
     describe: Callable[[ScoredRow], Any] | None = None
     extra_info: bool = False  # the scorer takes extra_info: build it from each row
+    sources: datasets.PromptIndex | None = None  # --dataset: each row's data source joined
 
 
 def takes_extra_info(scorer: str) -> bool:
@@ -134,7 +135,12 @@ def _score_record(
     except ValueError as error:
         detail = f"invalid ground truth: {error}"
         return "", response, False, rows.RowFailure("invalid ground truth", detail)
-    source = job.data_source or rows.column_value(record, columns.data_source or "")
+    if job.sources is not None:
+        source = job.sources.data_source(record, truth)
+        if isinstance(source, rows.RowFailure):
+            return "", response, stringified, source
+    else:
+        source = job.data_source or rows.column_value(record, columns.data_source or "")
     if not isinstance(source, str) or not source:
         detail = (
             f"data_source must be a non-empty string (column {columns.data_source!r}), got "
@@ -230,6 +236,8 @@ def _read_columns(job: WorkerJob) -> list[str]:
         wanted += [rows.EXTRA_INFO_COLUMN, *rows.AGENT_LOOP_COLUMNS]
     if job.describe is not None:
         wanted += ["input", "score"]
+    if job.sources is not None:
+        wanted.append(datasets.PROMPT_COLUMN)
     return list(dict.fromkeys(name.partition(".")[0] for name in wanted))
 
 
