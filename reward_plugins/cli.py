@@ -391,7 +391,7 @@ def _add_job_arguments(command: argparse.ArgumentParser) -> None:
         type=Path,
         default=[],
         metavar="PATH",
-        help="verl's train/val file (.parquet, .jsonl) of the run: each row's data source joined "
+        help="verl's train/val file (.parquet, .jsonl, .jsonl.gz) of the run: each row's data source joined "
         "on its prompt (repeatable; instead of --data-source)",
     )
     command.add_argument(

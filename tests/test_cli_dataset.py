@@ -307,7 +307,7 @@ def test_datasets_over_the_caps_or_without_columns_are_refused(tmp_path: Path) -
         "reward_model); columns: data_source",
         "bad.jsonl": "line 1: prompt must be a list of chat messages, got str",
         "absent.parquet": "cannot read: No such file or directory",
-        "0.jsonl.txt": "not a verl dataset (.parquet or .jsonl)",
+        "0.jsonl.txt": "not a verl dataset (.jsonl, .jsonl.gz, .parquet)",
     }
     for name, reason in expected.items():
         result = run_cli("score", dump, "-o", tmp_path / "o.jsonl", "--dataset", tmp_path / name)

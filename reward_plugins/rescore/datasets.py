@@ -61,6 +61,8 @@ import orjson
 
 from reward_plugins.errors import RewardPluginsError
 from reward_plugins.rescore import files, rows
+from reward_plugins.rescore.errors import RescoreError
+from reward_plugins.rescore.formats import SUFFIXES, format_named, rows_of
 
 PROMPT_COLUMN = "input"
 """The dump's column of decoded prompts (verl's ``_write_generations``)."""
@@ -79,7 +81,6 @@ MAX_DATASET_ROWS = 2_000_000
 """Datasets holding more rows than this in all are refused (the index holds one entry per
 distinct prompt: about 700 bytes in memory, 80 pickled for the workers)."""
 
-DATASET_FORMATS = (".parquet", ".jsonl")
 """verl reads ``data.train_files`` as parquet, or JSON lines (``rl_dataset.py``)."""
 
 _BATCH_ROWS = 4096
@@ -176,11 +177,8 @@ class PromptIndex:
         return best
 
     def _where(self, file: int, number: int) -> str:
-        return f"{self.files[file]} {_unit(self.files[file])} {number}"
-
-
-def _unit(path: str | Path) -> str:
-    return "row" if str(path).endswith(".parquet") else "line"
+        path = Path(self.files[file])
+        return f"{path} {files.file_format(path).unit} {number}"
 
 
 def key_of(text: str) -> str:
@@ -290,10 +288,8 @@ def check(paths: Sequence[Path]) -> None:
         DatasetError: naming the first path that is not.
     """
     for path in paths:
-        if not path.name.endswith(DATASET_FORMATS):
-            raise DatasetError(
-                f"--dataset {path}: not a verl dataset ({' or '.join(DATASET_FORMATS)})"
-            )
+        if format_named(path.name) is None:
+            raise DatasetError(f"--dataset {path}: not a verl dataset ({', '.join(SUFFIXES)})")
         try:
             size = path.stat().st_size
             if not path.is_file():
@@ -317,14 +313,15 @@ def load(paths: Sequence[Path]) -> PromptIndex:
     check(paths)
     builder = _Builder()
     for number, path in enumerate(paths):
-        reader = _parquet_rows if path.name.endswith(".parquet") else _jsonl_rows
+        fmt = files.file_format(path)
+        reader = _jsonl_rows if fmt.lines else _parquet_rows
         for row_number, row in reader(path, builder.rows):
             builder.rows += 1
             if builder.rows > MAX_DATASET_ROWS:
                 raise DatasetError(
                     f"--dataset {path}: the datasets hold over {MAX_DATASET_ROWS:,} rows, the cap"
                 )
-            where = f"--dataset {path}: {_unit(path)} {row_number}"
+            where = f"--dataset {path}: {fmt.unit} {row_number}"
             builder.add(where, (number, row_number), row)
     return builder.index([str(path) for path in paths])
 
@@ -373,13 +370,9 @@ def _parquet_rows(path: Path, before: int) -> Iterator[tuple[int, dict[str, Any]
 def _jsonl_rows(path: Path, before: int) -> Iterator[tuple[int, dict[str, Any]]]:
     del before  # counted as read
     try:
-        with files.open_jsonl_input(path) as stream:
-            for number, line in enumerate(stream, start=1):
-                if not line.strip():
-                    continue
-                row = rows.parse_line(line)
-                if isinstance(row, rows.RowFailure):
-                    raise DatasetError(f"--dataset {path}: line {number}: {row.detail}")
-                yield number, row
-    except OSError as error:
+        for number, row in rows_of(path, files.file_format(path)):
+            if isinstance(row, rows.RowFailure):
+                raise DatasetError(f"--dataset {path}: line {number}: {row.detail}")
+            yield number, row
+    except RescoreError as error:
         raise DatasetError(f"--dataset {path}: cannot read: {error}") from None
