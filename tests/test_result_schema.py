@@ -30,7 +30,7 @@ from reward_plugins.cli import main
 from reward_plugins.errors import PluginError
 from reward_plugins.plugins.composed import NAME as COMPOSED
 from reward_plugins.plugins.composed import load_recipe, shipped_recipes
-from reward_plugins.registry import Registration, scorer
+from reward_plugins.registry import BUILTIN_PLUGINS, Registration, scorer
 from reward_plugins.results import SCORE_ONLY, ResultKey, check_schema, complete, union
 from reward_plugins.router import check_options, result_schema, route, scorer_result_schema
 
@@ -120,7 +120,7 @@ def test_check_schema_complete_and_union() -> None:
 # ------------------------------------------------------------------- built-in declarations
 
 
-BUILT_IN = [r for r in reward_plugins.registrations() if r.origin.startswith("reward_plugins.")]
+BUILT_IN = [r for r in reward_plugins.registrations() if r.origin in BUILTIN_PLUGINS]
 OPTIONS: dict[str, dict[str, Any]] = {
     "compute_score_metric": {"metric": "f1"},
     "length_penalty": {"max_length": 8, "buffer": 4},
