@@ -25,8 +25,9 @@ Two halves, split so that the per-row part runs where the rows are scored:
 - :class:`RunReport` (:mod:`.run`) runs in the parent process: :meth:`RunReport.add` folds each
   row into the accumulators of :mod:`.aggregate`, whose size does not grow with the number of
   rows, and :meth:`RunReport.write_html` / :meth:`RunReport.write_pngs` render them: the page
-  in :mod:`.page`, the charts in :mod:`.charts`. It reads each data source's schema once,
-  through ``schema_of`` (the CLI passes :func:`reward_plugins.router.result_schema`).
+  in :mod:`.page` (its pieces in :mod:`.markup`), the charts in :mod:`.charts`. It reads each
+  data source's schema once, through ``schema_of`` (the CLI passes
+  :func:`reward_plugins.router.result_schema`).
   :mod:`.series` holds the kinds charted, the engine's two series and the report's limits.
 
 Memory, for any number of rows: per step, five numbers per series (count, sum, sum of squares,
