@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from reward_plugins.rescore.report.series import (
     INDICATOR_KINDS,
 )
 from reward_plugins.results import Schema
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 Charts = Mapping[str, tuple[str, bytes]]
 """Rendered charts: chart id (``step:KEY``, ``dist:KEY``, ``step:@SERIES``) -> (file name,
@@ -143,7 +146,7 @@ def render_charts(plan: Sequence[Chart]) -> dict[str, tuple[str, bytes]]:
     return charts
 
 
-def _draw_distribution(axes: Any, chart: Chart, color: str) -> None:
+def _draw_distribution(axes: Axes, chart: Chart, color: str) -> None:
     """Bars of the counts of a few whole values, else a 30-bin histogram."""
     from matplotlib.ticker import MaxNLocator
 
@@ -159,7 +162,7 @@ def _draw_distribution(axes: Any, chart: Chart, color: str) -> None:
     axes.set_xlabel(chart.label)
 
 
-def _draw_curve(axes: Any, chart: Chart, color: str) -> None:
+def _draw_curve(axes: Axes, chart: Chart, color: str) -> None:
     """The per-step mean with its band, on the axis of :func:`value_axis`."""
     from matplotlib.ticker import MaxNLocator
 
