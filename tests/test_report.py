@@ -11,10 +11,12 @@ from __future__ import annotations
 import ast
 import doctest
 import functools
+import importlib
 import json
 import math
 import os
 import pickle
+import pkgutil
 import random
 import re
 import statistics
@@ -182,15 +184,28 @@ def test_the_row_values_are_the_scorers_not_the_reports() -> None:
     response = "<search>a</search><tool_call>{}</tool_call><answer>Paris, Lyon or Nice</answer>"
     stats = describe(response, result={"score": 0.25})
     assert stats.values == (("score", 0.25),)
-    tree = ast.parse(Path(report_module.__file__).read_text(encoding="utf-8"))
-    imported = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
-    imports = [node for node in ast.walk(tree) if isinstance(node, ast.Import)]
-    imported += [alias.name for node in imports for alias in node.names]
-    package = {name for name in imported if name and name.startswith("reward_plugins")}
+    imported: list[str | None] = []
+    modules = sorted(Path(report_module.__file__).parent.glob("*.py"))
+    assert len(modules) > 5  # the package's modules, not only its __init__
+    for module in modules:
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        imported += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        imports = [node for node in ast.walk(tree) if isinstance(node, ast.Import)]
+        imported += [alias.name for node in imports for alias in node.names]
+    package = {
+        name
+        for name in imported
+        if name
+        and name.startswith("reward_plugins")
+        and not f"{name}.".startswith(f"{report_module.__name__}.")  # the package's own
+    }
     assert package == {
         "reward_plugins.errors",
         "reward_plugins.metrics.aggregate",
+        "reward_plugins.options",
+        "reward_plugins.rescore.errors",
         "reward_plugins.rescore.files",
+        "reward_plugins.rescore.formats",
         "reward_plugins.rescore.messages",
         "reward_plugins.rescore.records",
         "reward_plugins.results",
@@ -520,7 +535,7 @@ def test_a_step_that_comes_back_forms_new_groups_but_keeps_its_means() -> None:
 
 
 def test_distinct_groups_per_step_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(report_module, "MAX_OPEN_GROUPS", 3)
+    monkeypatch.setattr(report_module.series, "MAX_OPEN_GROUPS", 3)
     rows = [rewarded(1.0, f"p{n % 5}") for n in range(10)]
     report = build(rows)
     assert report.per_step(UNIFORM_REWARD)[1].n == 3
@@ -589,8 +604,8 @@ def test_memory_stays_bounded_for_many_rows() -> None:
     cited = report.rate_examples("cited")  # 1 on every row: no row has the rarer value
     assert (cited.value, cited.share, cited.rows) == (0.0, 0.0, [])
     assert [len(kept.best()) for kept in report._rates["cited"]] == [0, 4]
-    assert len(report._steps) == 100
-    assert all(len(values) <= 2 for values in report._sources[PROBE_SOURCE].values)
+    assert len(report.steps) == 100
+    assert all(len(values) <= 2 for values in report.sources[PROBE_SOURCE].values)
 
 
 # ------------------------------------------------------------------------------ agreement
@@ -919,8 +934,14 @@ def test_group_keys_are_stable_across_processes(subprocess_env: dict[str, str]) 
 
 
 def test_docstring_examples() -> None:
-    failed, attempted = doctest.testmod(report_module)
-    assert attempted > 0 and failed == 0
+    path = [str(Path(report_module.__file__).parent)]
+    names = [f"{report_module.__name__}.{info.name}" for info in pkgutil.iter_modules(path)]
+    attempted_in = {}
+    for name in names:
+        failed, attempted = doctest.testmod(importlib.import_module(name))
+        assert failed == 0, name
+        attempted_in[name.rsplit(".", 1)[1]] = attempted
+    assert attempted_in["rows"] > 0 and attempted_in["charts"] > 0
 
 
 def test_the_docs_page_states_the_kinds_and_the_engine_series() -> None:
@@ -928,7 +949,7 @@ def test_the_docs_page_states_the_kinds_and_the_engine_series() -> None:
     flat = " ".join(docs.split())
     for kind in ("`reward`", "`component`", "`rate`", "`count`", "`length`", "`diagnostic`"):
         assert kind in flat, kind
-    for series, label in report_module._ENGINE_LABELS.items():
+    for series, label in report_module.ENGINE_LABELS.items():
         assert f"`{series}`" in flat and label in flat, series
     assert 'pip install "reward-plugins[report]"' in docs
 

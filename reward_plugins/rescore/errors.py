@@ -1,4 +1,5 @@
-"""The engine's errors: a job that cannot run, a row that cannot be scored or written."""
+"""The engine's errors: a job that cannot run, a row that cannot be scored or written, a report
+that cannot be made."""
 
 from __future__ import annotations
 
@@ -15,3 +16,7 @@ class BadRowError(RescoreError):
 
 class DataError(RewardPluginsError, ValueError):
     """Rows that cannot be written in the output's format (raised in a worker)."""
+
+
+class ReportError(RewardPluginsError):
+    """The report cannot be made: a missing optional dependency or a bad option."""
