@@ -391,8 +391,8 @@ def _add_job_arguments(command: argparse.ArgumentParser) -> None:
         type=Path,
         default=[],
         metavar="PATH",
-        help="verl's train/val file (.parquet, .jsonl, .jsonl.gz) of the run: each row's data source joined "
-        "on its prompt (repeatable; instead of --data-source)",
+        help="verl's train/val file (.parquet, .jsonl, .jsonl.gz) of the run: each row's data "
+        "source joined on its prompt (repeatable; instead of --data-source)",
     )
     command.add_argument(
         "--on-error",
