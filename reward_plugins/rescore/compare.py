@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from reward_plugins.options import is_finite_number
 from reward_plugins.rescore import rows
 from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.files import PathError, file_format
@@ -363,20 +364,18 @@ def _value(record: Mapping[str, Any], name: str, column: Column, number: int, pa
     NaN, and the column's problem recorded (the first only), when it is not a finite number
     within a float's range."""
     value = record.get(name)
+    if is_finite_number(value):
+        number_value = float(value)
+        if abs(number_value) > abs(column.largest):
+            column.largest, column.largest_at = number_value, f"row {number} of {path}"
+        return number_value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         problem = f"holds {_shown(value)}, not a number"
+    elif isinstance(value, numbers.Integral):
+        digits = math.floor(math.log10(abs(value))) + 1  # log10 takes any integer
+        problem = f"holds an integer of about {digits} digits, beyond the range of a float"
     else:
-        try:
-            number_value = float(value)
-        except OverflowError:
-            digits = math.floor(math.log10(abs(value))) + 1  # log10 takes any integer
-            problem = f"holds an integer of about {digits} digits, beyond the range of a float"
-        else:
-            if math.isfinite(number_value):
-                if abs(number_value) > abs(column.largest):
-                    column.largest, column.largest_at = number_value, f"row {number} of {path}"
-                return number_value
-            problem = f"holds {_shown(value)}, not a finite number"
+        problem = f"holds {_shown(value)}, not a finite number"
     if column.problem is None:
         column.problem = f"row {number} of {path} {problem}"
     return math.nan
