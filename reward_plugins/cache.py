@@ -5,10 +5,10 @@ recipe, a built metric, a ground truth parsed or normalized once per GRPO group)
 memo is bounded, so that a long run with ever-new keys holds a fixed amount of memory: a
 :class:`BoundedCache` empties itself when full (cheaper per lookup than an LRU, and the keys of
 a run come back soon after they are forgotten), the two memos of ground truths also count their
-bytes, and a few pure functions use :func:`functools.lru_cache`. Their sizes are the constants
+bytes, and a few functions use :func:`functools.lru_cache`. Their sizes are the constants
 below; nothing else in the package states a cache limit (the retriever's result cache is
-sized by its ``--cache-mb`` option; the ``functools.cache`` memos are keyed by names from small
-fixed sets, such as normalizers).
+sized by its ``--cache-mb`` option; the ``functools.cache`` memos take no argument or a
+registered scorer's name).
 """
 
 from __future__ import annotations
@@ -56,6 +56,10 @@ SCRIPT_RANGES = 64
 
 TOKENS = 2**16
 """Per-token work of the tokenizers (13a splitting, ROUGE stemming)."""
+
+TOOL_CONFIGS = 16
+"""The tools declared by each verl tool config, by path
+(:func:`reward_plugins.plugins.tool_agent.declared_tools`)."""
 
 
 class BoundedCache(dict[K, V]):
