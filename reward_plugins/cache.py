@@ -40,6 +40,10 @@ GROUND_TRUTH_MEMO_ENTRIES = 4096
 GROUND_TRUTH_MEMO_BYTES = 64 * 1024 * 1024
 """The gold memo of :mod:`reward_plugins.groundtruth`: at most this many entries and bytes."""
 
+TRAJECTORY_GRAMMARS = 64
+"""The trajectory grammar (compiled tag pattern and transitions) of each set of tag names of
+``compute_score_format`` (:mod:`reward_plugins.plugins.trajectory`)."""
+
 GOLD_INDEX_ENTRIES = 4096
 GOLD_INDEX_BYTES = 64 * 1024 * 1024
 """The normalized golds of :mod:`reward_plugins.metrics.qa`: at most this many entries per

@@ -79,3 +79,14 @@ def test_the_declared_tools_are_bounded(tmp_path: Path) -> None:
         )
         assert set(declared_tools(str(config))) == {f"tool_{number}"}
     assert declared_tools.cache_info().currsize == cache.TOOL_CONFIGS
+
+
+def test_the_trajectory_grammars_are_bounded() -> None:
+    from reward_plugins.plugins import trajectory
+
+    assert trajectory._grammars.limit == cache.TRAJECTORY_GRAMMARS
+    for number in range(cache.TRAJECTORY_GRAMMARS + 5):
+        tags = trajectory.TrajectoryTags(think=f"think{number}")
+        text = f"<think{number}>a</think{number}><answer>b</answer>"
+        assert trajectory.format_error(text, tags) is None
+    assert 1 <= len(trajectory._grammars) <= cache.TRAJECTORY_GRAMMARS
