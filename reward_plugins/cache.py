@@ -44,6 +44,9 @@ TRAJECTORY_GRAMMARS = 64
 """The trajectory grammar (compiled tag pattern and transitions) of each set of tag names of
 ``compute_score_format`` (:mod:`reward_plugins.plugins.trajectory`)."""
 
+ROLE_PATTERNS = 64
+"""The tag-and-role pattern of each set of roles (:mod:`reward_plugins.tool_trajectory`)."""
+
 GOLD_INDEX_ENTRIES = 4096
 GOLD_INDEX_BYTES = 64 * 1024 * 1024
 """The normalized golds of :mod:`reward_plugins.metrics.qa`: at most this many entries per
@@ -52,7 +55,8 @@ normalizer, and this many bytes for all normalizers together."""
 # ---- functools.lru_cache sizes (least recently used out)
 
 TAG_PATTERNS = 64
-"""Compiled ``<tag>...</tag>`` patterns, by tag (:mod:`reward_plugins.extract`)."""
+"""Compiled ``<tag>...</tag>`` patterns, by tag (:mod:`reward_plugins.extract`: its tag
+scanner's patterns, a :class:`BoundedCache`, and its span pattern's ``lru_cache``)."""
 
 SCRIPT_RANGES = 64
 """Merged Unicode ranges by script set, for the language term of

@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import Literal
 
-from reward_plugins.cache import TAG_PATTERNS
+from reward_plugins.cache import TAG_PATTERNS, BoundedCache
 
 try:  # the C twin of scan_tags_python, built at install time where a compiler is available
     from reward_plugins._speedups import scan_tags as _compiled_scan
@@ -35,7 +35,7 @@ TagScan = tuple[str | None, int, int]
 (``None`` if there is none) and the counts of ``<tag>`` and ``</tag>`` in the text."""
 
 _ONE_PAIR = ["", "/"]
-_tag_patterns: dict[str, tuple[re.Pattern[str], str, str]] = {}
+_tag_patterns = BoundedCache[str, tuple[re.Pattern[str], str, str]](TAG_PATTERNS)
 
 
 def _tag_pattern(tag: str) -> tuple[re.Pattern[str], str, str]:

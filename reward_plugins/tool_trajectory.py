@@ -61,6 +61,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from reward_plugins.cache import ROLE_PATTERNS, BoundedCache
 from reward_plugins.errors import InvalidInput, InvalidOption
 
 CallKind = Literal["tool_call", "search"]
@@ -183,7 +184,7 @@ _ENV_TAGS: dict[str, ResponseKind] = {
 }
 _CALL_TAGS: dict[str, CallKind] = {"tool_call": "tool_call", "search": "search"}
 _TAG_NAMES = ("tool_call", "tool_response", "search", "information", "answer")
-_patterns: dict[tuple[str, ...], re.Pattern[str]] = {}
+_patterns = BoundedCache[tuple[str, ...], re.Pattern[str]](ROLE_PATTERNS)
 
 
 def _pattern(roles: tuple[str, ...]) -> re.Pattern[str]:

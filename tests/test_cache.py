@@ -90,3 +90,22 @@ def test_the_trajectory_grammars_are_bounded() -> None:
         text = f"<think{number}>a</think{number}><answer>b</answer>"
         assert trajectory.format_error(text, tags) is None
     assert 1 <= len(trajectory._grammars) <= cache.TRAJECTORY_GRAMMARS
+
+
+def test_the_tag_and_role_patterns_are_bounded() -> None:
+    from reward_plugins import extract, tool_trajectory
+
+    assert extract._tag_patterns.limit == cache.TAG_PATTERNS
+    for number in range(cache.TAG_PATTERNS + 5):
+        tag = f"tag{number}"
+        assert extract.scan_tags_python(f"<{tag}> x </{tag}>", tag, False) == ("x", 1, 1)
+    assert 1 <= len(extract._tag_patterns) <= cache.TAG_PATTERNS
+
+    assert tool_trajectory._patterns.limit == cache.ROLE_PATTERNS
+    for number in range(cache.ROLE_PATTERNS + 5):
+        role = f"role{number}"
+        parsed = tool_trajectory.parse_trajectory(
+            f"hi\n{role}\n<answer>x</answer>", assistant_roles=(role,)
+        )
+        assert parsed.answer == "x"
+    assert 1 <= len(tool_trajectory._patterns) <= cache.ROLE_PATTERNS
