@@ -5,10 +5,10 @@ recipe, a built metric, a ground truth parsed or normalized once per GRPO group)
 memo is bounded, so that a long run with ever-new keys holds a fixed amount of memory: a
 :class:`BoundedCache` empties itself when full (cheaper per lookup than an LRU, and the keys of
 a run come back soon after they are forgotten), the two memos of ground truths also count their
-bytes, and a few pure functions use :func:`functools.lru_cache`. Their sizes are the constants
+bytes, and a few functions use :func:`functools.lru_cache`. Their sizes are the constants
 below; nothing else in the package states a cache limit (the retriever's result cache is
-sized by its ``--cache-mb`` option; the ``functools.cache`` memos are keyed by names from small
-fixed sets, such as normalizers).
+sized by its ``--cache-mb`` option; the ``functools.cache`` memos take no argument or a
+registered scorer's name).
 """
 
 from __future__ import annotations
@@ -40,6 +40,13 @@ GROUND_TRUTH_MEMO_ENTRIES = 4096
 GROUND_TRUTH_MEMO_BYTES = 64 * 1024 * 1024
 """The gold memo of :mod:`reward_plugins.groundtruth`: at most this many entries and bytes."""
 
+TRAJECTORY_GRAMMARS = 64
+"""The trajectory grammar (compiled tag pattern and transitions) of each set of tag names of
+``compute_score_format`` (:mod:`reward_plugins.plugins.trajectory`)."""
+
+ROLE_PATTERNS = 64
+"""The tag-and-role pattern of each set of roles (:mod:`reward_plugins.tool_trajectory`)."""
+
 GOLD_INDEX_ENTRIES = 4096
 GOLD_INDEX_BYTES = 64 * 1024 * 1024
 """The normalized golds of :mod:`reward_plugins.metrics.qa`: at most this many entries per
@@ -48,7 +55,8 @@ normalizer, and this many bytes for all normalizers together."""
 # ---- functools.lru_cache sizes (least recently used out)
 
 TAG_PATTERNS = 64
-"""Compiled ``<tag>...</tag>`` patterns, by tag (:mod:`reward_plugins.extract`)."""
+"""Compiled ``<tag>...</tag>`` patterns, by tag (:mod:`reward_plugins.extract`: its tag
+scanner's patterns, a :class:`BoundedCache`, and its span pattern's ``lru_cache``)."""
 
 SCRIPT_RANGES = 64
 """Merged Unicode ranges by script set, for the language term of
@@ -56,6 +64,10 @@ SCRIPT_RANGES = 64
 
 TOKENS = 2**16
 """Per-token work of the tokenizers (13a splitting, ROUGE stemming)."""
+
+TOOL_CONFIGS = 16
+"""The tools declared by each verl tool config, by path
+(:func:`reward_plugins.plugins.tool_agent.declared_tools`)."""
 
 
 class BoundedCache(dict[K, V]):

@@ -30,6 +30,7 @@ from reward_plugins.search.server import Limits
 if TYPE_CHECKING:
     from reward_plugins import rescore
     from reward_plugins.options import OptionSpec
+    from reward_plugins.verl_config import VerlReward
 
 # The engine, the plugins and numpy are imported where a command needs them, so that `path` and
 # `--help` stay cheap: the arguments whose help or choices come from the library are added when
@@ -472,16 +473,36 @@ def _error(message: str, code: int) -> int:
 def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from reward_plugins.config_reader import ConfigFileError, describe_source
     from reward_plugins.errors import RewardPluginsError
-    from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
-    from reward_plugins.plugins.composed import recipe_of
     from reward_plugins.rescore.files import PathError
     from reward_plugins.router import check_options
+    from reward_plugins.verl_config import RewardNotRead, verl_reward
+
+    verl = _checked_verl_version(args, parser)
+    config = describe_source(str(args.config))
+    try:
+        reward = verl_reward(args.config, verl, args.entry)
+    except RewardNotRead as error:
+        return _error(f"check: {error}", 1)
+    except (PathError, ConfigFileError) as error:  # not a config verl could run
+        return _error(f"check: {error}", 2)
+    except RewardPluginsError as error:  # a malformed reward node
+        return _error(f"check: {config}: {error}", 1)
+    if reward.scorer is not None:
+        try:
+            check_options(reward.scorer, None, reward.options)
+        except RewardPluginsError as error:
+            return _error(f"check: {config}: {reward.where}: {error}", 1)
+    _print_check(config, reward, verl, args.entry)
+    return 0
+
+
+def _checked_verl_version(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+    """``--verl``, else the installed verl's version (``None`` without verl), checked with
+    ``--entry`` (a usage error when either is wrong)."""
     from reward_plugins.verl_config import (
-        RewardNotRead,
         installed_verl_version,
         parse_verl_version,
         reward_keys_read,
-        verl_reward,
     )
 
     verl = args.verl if args.verl is not None else installed_verl_version()
@@ -497,38 +518,31 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             parser.error(f"--entry {args.entry}: {error}")
     elif args.entry != "main_ppo":
         parser.error(f"--entry {args.entry}: verl is not installed; give --verl VERSION too")
-    config = describe_source(str(args.config))
-    try:
-        reward = verl_reward(args.config, verl, args.entry)
-    except RewardNotRead as error:
-        return _error(f"check: {error}", 1)
-    except (PathError, ConfigFileError) as error:  # not a config verl could run
-        return _error(f"check: {error}", 2)
-    except RewardPluginsError as error:  # a malformed reward node
-        return _error(f"check: {config}: {error}", 1)
-    where, scorer, options = reward.where, reward.scorer, reward.options
-    if scorer is not None:
-        try:
-            check_options(scorer, None, options)
-        except RewardPluginsError as error:
-            return _error(f"check: {config}: {where}: {error}", 1)
+    return verl
+
+
+def _print_check(config: str, reward: VerlReward, verl: str | None, entry: str) -> None:
+    """What ``check`` prints of a config whose reward passed: the scorer and options, the keys
+    left to run time, a recipe's components."""
+    from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
+    from reward_plugins.plugins.composed import recipe_of
+
     if verl is None:
         checked = "verl version unknown (verl is not installed; --verl VERSION checks its keys)"
     else:
-        checked = f"read by verl {verl} verl.trainer.{args.entry}"
+        checked = f"read by verl {verl} verl.trainer.{entry}"
     try:
-        shown = repr(options)
+        shown = repr(reward.options)
     except ValueError:  # an integer too long to print, in an option that takes anything
         shown = "(too large to show)"
-    name = scorer if scorer is not None else "(resolved at run time)"
-    print(f"{config}: ok: {where}.name={name}, reward_kwargs {shown}; {checked}")
+    name = reward.scorer if reward.scorer is not None else "(resolved at run time)"
+    print(f"{config}: ok: {reward.where}.name={name}, reward_kwargs {shown}; {checked}")
     for key in reward.not_judged:
         print(f"{config}: {key}: resolved at run time; not judged")
-    if scorer == COMPOSED_SCORER and not reward.not_judged:
-        recipe = recipe_of(**options)
+    if reward.scorer == COMPOSED_SCORER and not reward.not_judged:
+        recipe = recipe_of(**reward.options)
         prefixes = ", ".join(f"{c.prefix} x {c.weight:g}" for c in recipe.components)
         print(f"recipe {recipe.origin}: combine {recipe.combine}; components: {prefixes}")
-    return 0
 
 
 def _recipe_list(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -640,12 +654,40 @@ def _retriever_index(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 
 def _retriever_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    import logging
-
     from reward_plugins.errors import RewardPluginsError
     from reward_plugins.search.corpus import sample_corpus_path
     from reward_plugins.search.index import SearchIndex
     from reward_plugins.search.server import serve
+
+    limits = _serve_limits(args, parser)
+    source = args.index or args.corpus or sample_corpus_path()
+    try:
+        if args.index is not None:
+            index = SearchIndex(args.index)
+        else:
+            progress = sys.stderr.isatty()
+            index = SearchIndex.for_corpus(source, bad_lines=args.bad_lines, progress=progress)
+    except (ImportError, RewardPluginsError) as error:
+        return _error(f"retriever serve: {error}", 2)
+    except OSError as error:
+        return _error(f"retriever serve: {source}: {error.strerror or error}", 2)
+    _log_server_to_stderr()
+
+    def ready(server: Any) -> None:
+        print(f"serving {len(index)} documents of {source} at {server.url}", flush=True)
+
+    try:
+        with suppress(KeyboardInterrupt, _Terminated):  # how a server stops: no error
+            serve(index, args.host, args.port, args.topk, limits, ready)
+    except OSError as error:
+        return _error(f"retriever serve: {args.host}:{args.port}: {error.strerror or error}", 2)
+    return 0
+
+
+def _serve_limits(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Limits:
+    """The server's limits from their options; ``--topk`` and ``--port`` checked (a usage
+    error, naming the option, for a wrong value)."""
+    from reward_plugins.errors import RewardPluginsError
 
     if args.topk < 1:
         parser.error(f"--topk must be at least 1, got {args.topk}")
@@ -659,33 +701,20 @@ def _retriever_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         parser.error(f"--{name.replace('_', '-')}: {reason}")
     if args.topk > limits.max_topk:
         parser.error(f"--topk {args.topk} is above --max-topk {limits.max_topk}")
-    source = args.index or args.corpus or sample_corpus_path()
-    try:
-        if args.index is not None:
-            index = SearchIndex(args.index)
-        else:
-            progress = sys.stderr.isatty()
-            index = SearchIndex.for_corpus(source, bad_lines=args.bad_lines, progress=progress)
-    except (ImportError, RewardPluginsError) as error:
-        return _error(f"retriever serve: {error}", 2)
-    except OSError as error:
-        return _error(f"retriever serve: {source}: {error.strerror or error}", 2)
+    return limits
+
+
+def _log_server_to_stderr() -> None:
+    """The retriever's log lines (``reward_plugins.search``, INFO) on stderr, unless the
+    logger already has a handler."""
+    import logging
+
     log = logging.getLogger("reward_plugins.search")
     if not log.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("reward-plugins: %(asctime)s %(message)s"))
         log.addHandler(handler)
         log.setLevel(logging.INFO)
-
-    def ready(server: Any) -> None:
-        print(f"serving {len(index)} documents of {source} at {server.url}", flush=True)
-
-    try:
-        with suppress(KeyboardInterrupt, _Terminated):  # how a server stops: no error
-            serve(index, args.host, args.port, args.topk, limits, ready)
-    except OSError as error:
-        return _error(f"retriever serve: {args.host}:{args.port}: {error.strerror or error}", 2)
-    return 0
 
 
 def _job(
@@ -846,12 +875,24 @@ def format_summary(summary: dict[str, Any]) -> str:
     surrogate in a data source or a path shown as its escape)."""
     from reward_plugins.rescore.messages import plural, printable
 
-    resumed, changed = summary["resumed_files"], summary["changed_outputs"]
+    resumed = summary["resumed_files"]
     if resumed and len(resumed) == summary["files"]:
         return printable(
             f"resumed: all {plural(len(resumed), 'output')} of {summary['output']} complete; "
             "nothing to score"
         )
+    lines = _summary_job(summary) + _summary_skipped(summary)
+    if summary["steps"]:
+        lines.append(f"{plural(len(summary['steps']), 'step')} (per-step series in --summary-json)")
+    lines += _summary_table(summary)
+    return printable("\n".join(lines))
+
+
+def _summary_job(summary: dict[str, Any]) -> list[str]:
+    """The lines of the summary on the job: what was scored with what, resumed, written, read."""
+    from reward_plugins.rescore.messages import plural
+
+    resumed, changed = summary["resumed_files"], summary["changed_outputs"]
     columns = summary["columns"]
     source = columns["data_source"] or f"--data-source {summary['data_source_option']}"
     if summary.get("datasets"):
@@ -883,22 +924,36 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"read {plural(summary['stringified_ground_truths'], 'ground truth')} stringified "
             "by numpy (\"['a' 'b']\") as lists of golds"
         )
+    return lines
+
+
+def _summary_skipped(summary: dict[str, Any]) -> list[str]:
+    """The skipped rows: their count by reason, then a few examples."""
+    from reward_plugins.rescore.messages import plural
+
     skipped = summary["skipped"]
-    if skipped["rows"]:
-        reasons = ", ".join(f"{count} {reason}" for reason, count in skipped["reasons"].items())
-        listed = f"; all in {summary['failures_file']}" if summary["failures_file"] else ""
-        lines.append(f"skipped {plural(skipped['rows'], 'row')}: {reasons}{listed}")
-        for example in skipped["examples"]:
-            where = ": ".join(f"{k} {v}" for k, v in example.items() if k not in ("file", "reason"))
-            lines.append(f"  {example['file']}: {where}: {example['reason']}")
-    if summary["steps"]:
-        lines.append(f"{plural(len(summary['steps']), 'step')} (per-step series in --summary-json)")
+    if not skipped["rows"]:
+        return []
+    reasons = ", ".join(f"{count} {reason}" for reason, count in skipped["reasons"].items())
+    listed = f"; all in {summary['failures_file']}" if summary["failures_file"] else ""
+    lines = [f"skipped {plural(skipped['rows'], 'row')}: {reasons}{listed}"]
+    for example in skipped["examples"]:
+        where = ": ".join(f"{k} {v}" for k, v in example.items() if k not in ("file", "reason"))
+        lines.append(f"  {example['file']}: {where}: {example['reason']}")
+    return lines
+
+
+def _summary_table(summary: dict[str, Any]) -> list[str]:
+    """A blank line, then the table: each data source's (then the overall) rows and metrics,
+    each metric by its label."""
+    from reward_plugins.rescore.messages import printable
+
     labels = {item["key"]: item["label"] for item in summary["results"]}
     groups = {printable(name): group for name, group in summary["sources"].items()}
     groups["overall"] = summary["overall"]
     width = max(len("data source"), *map(len, groups))
     named = max([19, *(len(labels[key]) for group in groups.values() for key in group["metrics"])])
-    lines += ["", f"{'data source':{width}}  {'rows':>7}  {'metric':{named}}  {'mean':>7}  95% CI"]
+    lines = ["", f"{'data source':{width}}  {'rows':>7}  {'metric':{named}}  {'mean':>7}  95% CI"]
     for name, group in groups.items():
         prefix = f"{name:{width}}  {group['rows']:7d}"
         for key, metric in group["metrics"].items():
@@ -906,7 +961,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             prefix = " " * len(prefix)
         if not group["metrics"]:
             lines.append(prefix)
-    return printable("\n".join(lines))
+    return lines
 
 
 # ------------------------------------------------------------------------------- compare

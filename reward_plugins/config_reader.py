@@ -272,63 +272,10 @@ def _scan_events(text: str, source: str, limits: ReadLimits) -> None:
     alias adds them where it stands, so the cost of the scan is that of the text, however
     large the expansion. An alias to a collection still open is a recursive anchor.
     """
-    stack: list[_Open] = [_Open(None, nodes=0, height=0)]  # the stream
-    sizes: dict[str, tuple[int, int]] = {}
-    total = 0
+    scan = _TreeScan(source, limits)
     try:
         for event in yaml.parse(text, Loader=_BoundedLoader):
-            if isinstance(event, yaml.AliasEvent):
-                if any(open_.anchor == event.anchor for open_ in stack):
-                    raise ConfigFileError(
-                        f"{source}: {_where(event.start_mark)}: the alias *{event.anchor} "
-                        "refers to a collection that contains it (a recursive anchor)"
-                    )
-                if event.anchor not in sizes:
-                    raise ConfigFileError(
-                        f"{source}: {_where(event.start_mark)}: the alias *{event.anchor} "
-                        "refers to no anchor before it"
-                    )
-                nodes, height = sizes[event.anchor]
-                total += nodes
-            elif isinstance(event, yaml.ScalarEvent):
-                if len(event.value) > limits.max_string:
-                    raise ConfigFileError(
-                        f"{source}: {_where(event.start_mark)}: a string of {len(event.value)} "
-                        f"characters, over the limit of {limits.max_string}"
-                    )
-                nodes, height = 1, 0
-                total += 1
-                if event.anchor is not None:
-                    sizes[event.anchor] = (nodes, height)
-            elif isinstance(event, yaml.CollectionStartEvent):
-                stack.append(_Open(event.anchor))
-                total += 1
-                if total > limits.max_nodes:
-                    raise _too_many_nodes(source, event, limits)
-                if len(stack) - 1 > limits.max_depth:
-                    raise ConfigFileError(
-                        f"{source}: {_where(event.start_mark)}: nested deeper than the limit "
-                        f"of {limits.max_depth} levels"
-                    )
-                continue
-            elif isinstance(event, yaml.CollectionEndEvent):
-                closed = stack.pop()
-                nodes, height = closed.nodes, closed.height
-                if closed.anchor is not None:
-                    sizes[closed.anchor] = (nodes, height)
-            else:  # stream and document events
-                continue
-            parent = stack[-1]
-            parent.nodes += nodes
-            parent.height = max(parent.height, height + 1)
-            depth = len(stack) - 1 + height
-            if total > limits.max_nodes:
-                raise _too_many_nodes(source, event, limits)
-            if depth > limits.max_depth:
-                raise ConfigFileError(
-                    f"{source}: {_where(event.start_mark)}: nested deeper than the limit of "
-                    f"{limits.max_depth} levels once aliases are expanded"
-                )
+            scan.add(event)
     except yaml.MarkedYAMLError as error:
         if "maximum nesting depth" in str(error.problem):  # libyaml's own cap, at 1000 levels
             raise ConfigFileError(
@@ -338,6 +285,86 @@ def _scan_events(text: str, source: str, limits: ReadLimits) -> None:
         raise ConfigFileError(f"{source}: {_yaml_reason(error)}") from None
     except yaml.YAMLError as error:  # a reader error: a character YAML does not allow
         raise ConfigFileError(f"{source}: not valid YAML: {' '.join(str(error).split())}") from None
+
+
+class _TreeScan:
+    """The state of :func:`_scan_events`: the collections open (the stream first), the expanded
+    ``(nodes, height)`` of each anchor closed so far, and the nodes counted in all."""
+
+    def __init__(self, source: str, limits: ReadLimits) -> None:
+        self.source, self.limits = source, limits
+        self.stack: list[_Open] = [_Open(None, nodes=0, height=0)]  # the stream
+        self.sizes: dict[str, tuple[int, int]] = {}
+        self.total = 0
+
+    def add(self, event: yaml.Event) -> None:
+        """Count one event; a node's size and height go to the collection holding it.
+
+        Raises:
+            ConfigFileError: a limit exceeded, or an alias that is recursive or refers to no
+                anchor.
+        """
+        if isinstance(event, yaml.CollectionStartEvent):
+            self._open(event)
+            return
+        if isinstance(event, yaml.AliasEvent):
+            nodes, height = self._alias(event)
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes, height = self._scalar(event)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            closed = self.stack.pop()
+            nodes, height = closed.nodes, closed.height
+            if closed.anchor is not None:
+                self.sizes[closed.anchor] = (nodes, height)
+        else:  # stream and document events
+            return
+        parent = self.stack[-1]
+        parent.nodes += nodes
+        parent.height = max(parent.height, height + 1)
+        if self.total > self.limits.max_nodes:
+            raise _too_many_nodes(self.source, event, self.limits)
+        if len(self.stack) - 1 + height > self.limits.max_depth:
+            raise ConfigFileError(
+                f"{self.source}: {_where(event.start_mark)}: nested deeper than the limit of "
+                f"{self.limits.max_depth} levels once aliases are expanded"
+            )
+
+    def _alias(self, event: yaml.AliasEvent) -> tuple[int, int]:
+        if any(open_.anchor == event.anchor for open_ in self.stack):
+            raise ConfigFileError(
+                f"{self.source}: {_where(event.start_mark)}: the alias *{event.anchor} "
+                "refers to a collection that contains it (a recursive anchor)"
+            )
+        if event.anchor not in self.sizes:
+            raise ConfigFileError(
+                f"{self.source}: {_where(event.start_mark)}: the alias *{event.anchor} "
+                "refers to no anchor before it"
+            )
+        nodes, height = self.sizes[event.anchor]
+        self.total += nodes
+        return nodes, height
+
+    def _scalar(self, event: yaml.ScalarEvent) -> tuple[int, int]:
+        if len(event.value) > self.limits.max_string:
+            raise ConfigFileError(
+                f"{self.source}: {_where(event.start_mark)}: a string of {len(event.value)} "
+                f"characters, over the limit of {self.limits.max_string}"
+            )
+        self.total += 1
+        if event.anchor is not None:
+            self.sizes[event.anchor] = (1, 0)
+        return 1, 0
+
+    def _open(self, event: yaml.CollectionStartEvent) -> None:
+        self.stack.append(_Open(event.anchor))
+        self.total += 1
+        if self.total > self.limits.max_nodes:
+            raise _too_many_nodes(self.source, event, self.limits)
+        if len(self.stack) - 1 > self.limits.max_depth:
+            raise ConfigFileError(
+                f"{self.source}: {_where(event.start_mark)}: nested deeper than the limit "
+                f"of {self.limits.max_depth} levels"
+            )
 
 
 def _too_many_nodes(source: str, event: yaml.Event, limits: ReadLimits) -> ConfigFileError:

@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import Literal
 
-from reward_plugins.cache import TAG_PATTERNS
+from reward_plugins.cache import TAG_PATTERNS, BoundedCache
 
 try:  # the C twin of scan_tags_python, built at install time where a compiler is available
     from reward_plugins._speedups import scan_tags as _compiled_scan
@@ -35,7 +35,7 @@ TagScan = tuple[str | None, int, int]
 (``None`` if there is none) and the counts of ``<tag>`` and ``</tag>`` in the text."""
 
 _ONE_PAIR = ["", "/"]
-_tag_patterns: dict[str, tuple[re.Pattern[str], str, str]] = {}
+_tag_patterns = BoundedCache[str, tuple[re.Pattern[str], str, str]](TAG_PATTERNS)
 
 
 def _tag_pattern(tag: str) -> tuple[re.Pattern[str], str, str]:
@@ -77,6 +77,19 @@ def scan_tags_python(text: str, tag: str, first: bool) -> TagScan:
         return text[text.rfind(opener, 0, end) + len(opener) : end].strip(), 1, 1
     closing = kinds.count("/")
     opening = len(kinds) - closing
+    span = _matched_pair(kinds, first)
+    if span is None:
+        return None, opening, closing
+    if first:
+        start, end = _locate_first(text, kinds, span, opener, closer)
+    else:
+        start, end = _locate_last(text, kinds, span, opener, closer)
+    return text[start:end].strip(), opening, closing
+
+
+def _matched_pair(kinds: list[str], first: bool) -> tuple[int, int] | None:
+    """The indexes in ``kinds`` of the first (or last) opener matched by the closer after it,
+    as the reference matches them (a later opener replaces an unclosed one only once closed)."""
     span = None
     pending = -1
     for index, kind in enumerate(kinds):
@@ -88,25 +101,34 @@ def scan_tags_python(text: str, tag: str, first: bool) -> TagScan:
                     break
         elif pending < 0:
             pending = index
-    if span is None:
-        return None, opening, closing
+    return span
+
+
+def _locate_first(
+    text: str, kinds: list[str], span: tuple[int, int], opener: str, closer: str
+) -> tuple[int, int]:
+    """The content's ``(start, end)`` in ``text``, stepping over the tags from the start."""
     open_index, close_index = span
-    if first:
-        position = 0
-        for index in range(close_index + 1):
-            tag_text = closer if kinds[index] else opener
-            position = text.find(tag_text, position) + len(tag_text)
-            if index == open_index:
-                start = position
-        end = position - len(closer)
-    else:
-        position = len(text)
-        for index in range(len(kinds) - 1, open_index - 1, -1):
-            position = text.rfind(closer if kinds[index] else opener, 0, position)
-            if index == close_index:
-                end = position
-        start = position + len(opener)
-    return text[start:end].strip(), opening, closing
+    position = start = 0
+    for index in range(close_index + 1):
+        tag_text = closer if kinds[index] else opener
+        position = text.find(tag_text, position) + len(tag_text)
+        if index == open_index:
+            start = position
+    return start, position - len(closer)
+
+
+def _locate_last(
+    text: str, kinds: list[str], span: tuple[int, int], opener: str, closer: str
+) -> tuple[int, int]:
+    """The content's ``(start, end)`` in ``text``, stepping over the tags from the end."""
+    open_index, close_index = span
+    position = end = len(text)
+    for index in range(len(kinds) - 1, open_index - 1, -1):
+        position = text.rfind(closer if kinds[index] else opener, 0, position)
+        if index == close_index:
+            end = position
+    return position + len(opener), end
 
 
 _scan_tags = scan_tags_python if _compiled_scan is None else _compiled_scan

@@ -126,14 +126,7 @@ def _checker(annotation: Any) -> tuple[str, Check]:
     if annotation is Any or annotation is object:
         return "any value", lambda value: True
     if origin is Annotated:
-        base_expected, base_accepts = _checker(arguments[0])
-        bounds = next((a for a in arguments[1:] if isinstance(a, Range)), None)
-        if bounds is None:
-            return base_expected, base_accepts
-        return (
-            f"{base_expected} {bounds.describe()}",
-            lambda value: base_accepts(value) and value in bounds,
-        )
+        return _annotated_checker(arguments)
     if origin is Union or origin is types.UnionType:
         members = [_checker(argument) for argument in arguments]
         return (
@@ -141,34 +134,55 @@ def _checker(annotation: Any) -> tuple[str, Check]:
             lambda value: any(accepts(value) for _, accepts in members),
         )
     if origin is Literal:
-        choices = arguments
         return (
-            f"one of {', '.join(map(repr, choices))}",
-            lambda value: any(type(value) is type(c) and value == c for c in choices),
+            f"one of {', '.join(map(repr, arguments))}",
+            lambda value: any(type(value) is type(c) and value == c for c in arguments),
         )
-    if annotation is type(None):
-        return "None", lambda value: value is None
-    if annotation is bool:
-        return "a bool", lambda value: type(value) is bool
-    if annotation is int:
-        return "an int", _is_bounded_int
-    if annotation is float:
-        return "a finite number", is_finite_number
-    if annotation is str:
-        return "a str", lambda value: isinstance(value, str)
+    plain = _plain_checker(annotation)
+    if plain is not None:
+        return plain
     if origin in (tuple, list, Sequence) or annotation in (tuple, list):
-        item_expected, item_accepts = _checker(arguments[0] if arguments else Any)
-        return (
-            f"a list of {item_expected.removeprefix('a ').removeprefix('an ')}",
-            lambda value: (
-                isinstance(value, Sequence)
-                and not isinstance(value, (str, bytes))
-                and all(item_accepts(item) for item in value)
-            ),
-        )
+        return _sequence_checker(arguments)
     if origin in (dict, Mapping) or annotation in (dict, Mapping):
         return "a mapping", lambda value: isinstance(value, Mapping)
     raise TypeError(f"option annotation {annotation!r} is not one reward_plugins can check")
+
+
+def _annotated_checker(arguments: tuple[Any, ...]) -> tuple[str, Check]:
+    """``Annotated[T, ...]``: ``T``'s check, within the first :class:`Range` if there is one."""
+    base_expected, base_accepts = _checker(arguments[0])
+    bounds = next((a for a in arguments[1:] if isinstance(a, Range)), None)
+    if bounds is None:
+        return base_expected, base_accepts
+    return (
+        f"{base_expected} {bounds.describe()}",
+        lambda value: base_accepts(value) and value in bounds,
+    )
+
+
+def _plain_checker(annotation: Any) -> tuple[str, Check] | None:
+    """The check of ``None``, ``bool``, ``int``, ``float`` or ``str``; ``None`` for another."""
+    plain: tuple[tuple[Any, str, Check], ...] = (
+        (type(None), "None", lambda value: value is None),
+        (bool, "a bool", lambda value: type(value) is bool),
+        (int, "an int", _is_bounded_int),
+        (float, "a finite number", is_finite_number),
+        (str, "a str", lambda value: isinstance(value, str)),
+    )
+    return next(((expected, check) for kind, expected, check in plain if annotation is kind), None)
+
+
+def _sequence_checker(arguments: tuple[Any, ...]) -> tuple[str, Check]:
+    """``tuple[T, ...]``, ``Sequence[T]``, ``list[T]``: a list (not a string) of ``T``."""
+    item_expected, item_accepts = _checker(arguments[0] if arguments else Any)
+    return (
+        f"a list of {item_expected.removeprefix('a ').removeprefix('an ')}",
+        lambda value: (
+            isinstance(value, Sequence)
+            and not isinstance(value, (str, bytes))
+            and all(item_accepts(item) for item in value)
+        ),
+    )
 
 
 def _is_bounded_int(value: Any) -> bool:

@@ -61,6 +61,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from reward_plugins.cache import ROLE_PATTERNS, BoundedCache
 from reward_plugins.errors import InvalidInput, InvalidOption
 
 CallKind = Literal["tool_call", "search"]
@@ -183,7 +184,7 @@ _ENV_TAGS: dict[str, ResponseKind] = {
 }
 _CALL_TAGS: dict[str, CallKind] = {"tool_call": "tool_call", "search": "search"}
 _TAG_NAMES = ("tool_call", "tool_response", "search", "information", "answer")
-_patterns: dict[tuple[str, ...], re.Pattern[str]] = {}
+_patterns = BoundedCache[tuple[str, ...], re.Pattern[str]](ROLE_PATTERNS)
 
 
 def _pattern(roles: tuple[str, ...]) -> re.Pattern[str]:
@@ -279,22 +280,35 @@ class _Parser:
         if self.env is not None:
             if closing and name == self.env[0]:
                 self._close_env(start, end, closed=True)
-            return
-        if self.call is not None:
-            kind = self.call[0]
-            if closing and name == kind:
-                self._close_call(start, end, closed=True)
-            elif kind == "search" and name == "tool_call" and not closing:
-                self._close_call(start, start, closed=False)
-                self._open_call("tool_call", start, end)
-            return
-        if closing:
-            if name == "answer" and self.in_assistant:
-                self.answer_closers += 1
-                if self.answer_open is not None:
-                    self.answers.append((self.answer_open, start))
-                    self.answer_open = None
-            return
+        elif self.call is not None:
+            self._tag_in_call(name, closing, start, end)
+        elif closing:
+            self._closer(name, start)
+        else:
+            self._opener(name, start, end)
+
+    def _tag_in_call(self, name: str, closing: bool, start: int, end: int) -> None:
+        """A tag inside an open call: its closer closes it; a ``<tool_call>`` opener inside a
+        ``<search>`` closes the search, unclosed, and opens a call."""
+        assert self.call is not None
+        kind = self.call[0]
+        if closing and name == kind:
+            self._close_call(start, end, closed=True)
+        elif kind == "search" and name == "tool_call" and not closing:
+            self._close_call(start, start, closed=False)
+            self._open_call("tool_call", start, end)
+
+    def _closer(self, name: str, start: int) -> None:
+        """A closer outside calls and responses: only an assistant's ``</answer>`` counts."""
+        if name == "answer" and self.in_assistant:
+            self.answer_closers += 1
+            if self.answer_open is not None:
+                self.answers.append((self.answer_open, start))
+                self.answer_open = None
+
+    def _opener(self, name: str, start: int, end: int) -> None:
+        """An opener outside calls and responses: a response, or an assistant's call or
+        answer."""
         if name in _ENV_TAGS:
             self.answer_open = None
             self.env = (_ENV_TAGS[name], start, end)

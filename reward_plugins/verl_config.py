@@ -353,6 +353,25 @@ def _verl_yaml(config: Path, including: tuple[Path, ...]) -> dict[str, Any]:
     data = _read_verl_file(config)
     if not isinstance(data, dict):
         raise ConfigFileError(f"{shown}: not a YAML mapping (a verl config)")
+    merged: dict[str, Any] = {}
+    for entry in _defaults(data, shown):
+        if entry == "_self_":
+            own = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
+            merged = _deep_merge(merged, own)
+        elif isinstance(entry, str):
+            included = Path(os.path.realpath(config.parent)) / f"{entry}.yaml"
+            if os.path.isfile(included):  # else one of verl's own configs (or Hydra's error)
+                parent = _verl_yaml(included, (*including, identity))
+                merged = _deep_merge(merged, parent)
+    return merged
+
+
+def _defaults(data: dict[str, Any], shown: str) -> list[Any]:
+    """The config's defaults list, checked, with ``_self_`` last unless it names it.
+
+    Raises:
+        ConfigFileError: ``defaults`` is not a list of config names and mappings.
+    """
     defaults = data.get("defaults")
     if defaults is None:
         defaults = []
@@ -366,19 +385,7 @@ def _verl_yaml(config: Path, including: tuple[Path, ...]) -> dict[str, Any]:
                 f"{shown}: defaults[{index}] must be a config name or a mapping, got "
                 f"{describe_value(entry)}"
             )
-    if "_self_" not in defaults:
-        defaults = [*defaults, "_self_"]
-    merged: dict[str, Any] = {}
-    for entry in defaults:
-        if entry == "_self_":
-            own = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
-            merged = _deep_merge(merged, own)
-        elif isinstance(entry, str):
-            included = Path(os.path.realpath(config.parent)) / f"{entry}.yaml"
-            if os.path.isfile(included):  # else one of verl's own configs (or Hydra's error)
-                parent = _verl_yaml(included, (*including, identity))
-                merged = _deep_merge(merged, parent)
-    return merged
+    return defaults if "_self_" in defaults else [*defaults, "_self_"]
 
 
 def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reward_plugins import cache
 from reward_plugins.cache import BoundedCache
 from reward_plugins.plugins import composed, qa_core
@@ -48,3 +50,62 @@ def test_recipes_and_metrics_are_bounded() -> None:
     for _ in range(cache.RECIPES + 10):
         composed.recipe_of(components=[dict(c) for c in components])
     assert len(composed._by_identity) <= cache.RECIPES
+
+
+def test_the_shared_ground_truths_of_a_dump_are_bounded() -> None:
+    from reward_plugins.rescore import rows
+
+    assert rows._shared.limit == cache.SHARED_GROUND_TRUTHS
+    assert rows._numpy_strings.cache_info().maxsize == cache.SHARED_GROUND_TRUTHS
+    first = rows.ground_truth({"target": "['a' 'b']"})
+    assert first == ({"target": ["a", "b"]}, True)
+    assert rows.ground_truth({"target": "['a' 'b']"}) is first  # one object per distinct value
+    for number in range(cache.SHARED_GROUND_TRUTHS + 5):
+        rows.ground_truth(f"gold {number}")
+    assert 1 <= len(rows._shared) <= cache.SHARED_GROUND_TRUTHS
+
+
+def test_the_declared_tools_are_bounded(tmp_path: Path) -> None:
+    from reward_plugins.plugins.tool_agent import declared_tools
+
+    assert declared_tools.cache_info().maxsize == cache.TOOL_CONFIGS
+    for number in range(cache.TOOL_CONFIGS + 3):
+        config = tmp_path / f"tools_{number}.yaml"
+        config.write_text(
+            "tools:\n  - class_name: x.Tool\n    config: {}\n    tool_schema:\n"
+            "      type: function\n      function:\n"
+            f"        name: tool_{number}\n        description: d\n"
+            "        parameters: {type: object, properties: {q: {type: string}}, required: [q]}\n"
+        )
+        assert set(declared_tools(str(config))) == {f"tool_{number}"}
+    assert declared_tools.cache_info().currsize == cache.TOOL_CONFIGS
+
+
+def test_the_trajectory_grammars_are_bounded() -> None:
+    from reward_plugins.plugins import trajectory
+
+    assert trajectory._grammars.limit == cache.TRAJECTORY_GRAMMARS
+    for number in range(cache.TRAJECTORY_GRAMMARS + 5):
+        tags = trajectory.TrajectoryTags(think=f"think{number}")
+        text = f"<think{number}>a</think{number}><answer>b</answer>"
+        assert trajectory.format_error(text, tags) is None
+    assert 1 <= len(trajectory._grammars) <= cache.TRAJECTORY_GRAMMARS
+
+
+def test_the_tag_and_role_patterns_are_bounded() -> None:
+    from reward_plugins import extract, tool_trajectory
+
+    assert extract._tag_patterns.limit == cache.TAG_PATTERNS
+    for number in range(cache.TAG_PATTERNS + 5):
+        tag = f"tag{number}"
+        assert extract.scan_tags_python(f"<{tag}> x </{tag}>", tag, False) == ("x", 1, 1)
+    assert 1 <= len(extract._tag_patterns) <= cache.TAG_PATTERNS
+
+    assert tool_trajectory._patterns.limit == cache.ROLE_PATTERNS
+    for number in range(cache.ROLE_PATTERNS + 5):
+        role = f"role{number}"
+        parsed = tool_trajectory.parse_trajectory(
+            f"hi\n{role}\n<answer>x</answer>", assistant_roles=(role,)
+        )
+        assert parsed.answer == "x"
+    assert 1 <= len(tool_trajectory._patterns) <= cache.ROLE_PATTERNS

@@ -212,8 +212,8 @@ def test_invalid_option_values(options: dict[str, object], message: str) -> None
     [
         ("bleu_4", {"smooth": "add-one"}, ValueError, "valid values: add-k, exp, floor, none"),
         ("bleu_4", {"smooth": "exp", "smooth_value": 0.5}, ValueError, "takes no smooth_value"),
-        ("bleu_4", {"smooth": "floor", "smooth_value": -1}, ValueError, "must be >= 0"),
-        ("bleu_4", {"smooth": "floor", "smooth_value": "1"}, TypeError, "must be a number"),
+        ("bleu_4", {"smooth": "floor", "smooth_value": -1}, ValueError, "number >= 0, got int"),
+        ("bleu_4", {"smooth": "floor", "smooth_value": "1"}, TypeError, "must be a finite number"),
         ("bleu_4", {"effective_order": 1}, TypeError, "option 'effective_order' must be a bool"),
         ("bleu_4", {"lowercase": True}, ValueError, "'lowercase' needs a compat preset"),
         ("rouge_l", {"use_stemmer": True}, ValueError, "'use_stemmer' needs a compat preset"),

@@ -8,6 +8,7 @@ seeded generator, a few thousand per test, so the suite stays deterministic and 
 from __future__ import annotations
 
 import collections
+import math
 import random
 import re
 import string
@@ -21,6 +22,7 @@ from rouge_score.rouge_scorer import RougeScorer
 from sacrebleu.metrics import BLEU
 from verl.utils.reward_score.search_r1_like_qa_em import em_check, subem_check
 
+from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics import (
     Bleu4,
     RougeL,
@@ -28,6 +30,7 @@ from reward_plugins.metrics import (
     corpus_bleu,
     exact_match,
     f1,
+    get_metric,
     rouge_l,
     subem,
 )
@@ -133,6 +136,28 @@ def test_sentence_bleu_options_match_sacrebleu() -> None:
             lowercase=lowercase,
         )
         assert ours == pytest.approx(min(1.0, expected.score / 100), abs=TOLERANCE)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(math.nan, "float: nan"), (math.inf, "float: inf"), (10**400, "an integer of 401 digits")],
+)
+@pytest.mark.parametrize("smooth", ["floor", "add-k"])
+def test_non_finite_smooth_value_is_refused(smooth: str, value: float, shown: str) -> None:
+    # sacrebleu takes these values and scores NaN or inf (or overflows on the huge integer);
+    # the metrics refuse them when built, naming the metric and the option.
+    prediction, target = "the cat sat on a hat", "the cat sits on the mat"
+    reference = BLEU(smooth_method=smooth, smooth_value=value)
+    try:
+        score = reference.sentence_score(prediction, [target]).score
+    except OverflowError:
+        score = math.nan
+    assert not math.isfinite(score)
+    for metric in ("bleu", "bleu_4"):
+        message = rf"^{metric}: smooth_value must be a finite number >= 0, got {shown}$"
+        for compat in (None, "sacrebleu"):
+            with pytest.raises(InvalidOption, match=message):
+                get_metric(metric, compat=compat, smooth=smooth, smooth_value=value)
 
 
 @pytest.mark.parametrize("smooth", ["exp", "none", "floor", "add-k"])

@@ -390,9 +390,19 @@ def test_report_errors() -> None:
         squad_v2_scores(["a"], [[1]])  # type: ignore[list-item]
     with pytest.raises(InvalidInput, match="predictions must be a list, got str"):
         squad_v2_scores("ab", ["a", "b"])
-    with pytest.raises(InvalidInput, match=r"na_probabilities\[0\] must be a number, got str"):
+    with pytest.raises(
+        InvalidInput, match=r"na_probabilities\[0\] must be a finite number, got str"
+    ):
         squad_v2_scores(["a"], [["a"]], na_probabilities=["0.5"])  # type: ignore[list-item]
-    with pytest.raises(InvalidInput, match=r"na_probabilities\[0\] is NaN"):
-        squad_v2_scores(["a"], [["a"]], na_probabilities=[float("nan")])
+    for refused, shown in [
+        (float("nan"), "float: nan"),
+        (float("-inf"), "float: -inf"),
+        (True, "bool: True"),
+        (10**400, "an integer of 401 digits"),
+    ]:
+        with pytest.raises(
+            InvalidInput, match=rf"na_probabilities\[1\] must be a finite number, got {shown}$"
+        ):
+            squad_v2_scores(["a", "b"], [["a"], ["b"]], na_probabilities=[0.5, refused])
     with pytest.raises(InvalidOption, match="na_threshold must be a finite number, got str"):
         squad_v2_scores(["a"], [["a"]], na_threshold="0.5")  # type: ignore[arg-type]

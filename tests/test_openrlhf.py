@@ -486,3 +486,28 @@ def test_batch_shapes_and_extra_logs(environment) -> None:
 def test_list_lengths_must_agree(environment) -> None:
     with pytest.raises(ValueError, match="2 queries, 1 prompts and 2 labels"):
         load_reward_file().reward_func(["a", "b"], ["a"], ["x", "y"])
+
+
+def test_numpy_components_are_logged_and_flags_are_not(environment) -> None:
+    # extra_logs takes a key when every row holds a finite number (numpy's too); a bool is not.
+    import numpy as np
+
+    from reward_plugins import scorer
+
+    @scorer("openrlhf_numpy_components", "openrlhf_numpy_source")
+    def numpy_components(response: str, golds: tuple[str, ...]) -> dict[str, Any]:
+        hits = np.int64(response.count("x"))
+        return {"score": np.float64(hits), "hits": hits, "found": bool(hits)}
+
+    environment.setenv("REWARD_PLUGINS_SCORER", "openrlhf_numpy_components")
+    environment.setenv("REWARD_PLUGINS_DATA_SOURCE", "openrlhf_numpy_source")
+    module = load_reward_file()
+    prompts = ["Q1: ", "Q2: ", "Q3: "]
+    responses = ["x", "xxx", "y"]
+    result = module.reward_func(
+        [p + r for p, r in zip(prompts, responses, strict=True)], prompts, ["g"] * 3
+    )
+    assert result["rewards"].tolist() == [1.0, 3.0, 0.0]
+    assert {key: value.tolist() for key, value in result["extra_logs"].items()} == {
+        "hits": [1.0, 3.0, 0.0]
+    }

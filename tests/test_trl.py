@@ -554,3 +554,24 @@ def test_reject_empty_gold_is_accepted_when_the_function_is_made() -> None:
     assert reward(["q"], ["<answer>Paris</answer>"], ground_truth=["Paris"]) == [1.0]
     with pytest.raises(InvalidGroundTruth, match="row 0"):
         reward(["q"], ["<answer>Paris</answer>"], ground_truth=[["", "?"]])
+
+
+def test_numpy_components_are_logged_and_flags_are_not() -> None:
+    # A component is logged when every row holds a finite number (numpy's too); a bool is not.
+    from reward_plugins import scorer
+
+    @scorer("trl_numpy_components", "trl_numpy_source")
+    def numpy_components(response: str, golds: tuple[str, ...]) -> dict[str, Any]:
+        hits = np.int64(response.count("x"))
+        return {"score": np.float64(hits), "hits": hits, "found": bool(hits)}
+
+    reward = make_reward_func("trl_numpy_components", data_source="trl_numpy_source")
+    logged: dict[str, float] = {}
+    scores = reward(
+        prompts=["", "", ""],
+        completions=["x", "xxx", "y"],
+        ground_truth=["g", "g", "g"],
+        log_metric=logged.__setitem__,
+    )
+    assert scores == [1.0, 3.0, 0.0]
+    assert logged == {"rewards/reward_plugins_trl_numpy_components/hits": pytest.approx(4 / 3)}

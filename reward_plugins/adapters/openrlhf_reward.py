@@ -38,6 +38,7 @@ from reward_plugins.config_reader import (
     parse_json_text,
 )
 from reward_plugins.errors import InvalidGroundTruth
+from reward_plugins.options import is_finite_number
 from reward_plugins.registry import registrations_named
 from reward_plugins.router import check_options, route
 
@@ -255,15 +256,11 @@ def reward_func(
 
 
 def _numeric_keys(results: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Keys besides ``score`` whose value is a number in every result."""
+    """Keys besides ``score`` whose value is a finite number (not a bool) in every result."""
     if not results:
         return []
     return [
         key
         for key in results[0]
-        if key != "score"
-        and all(
-            isinstance(result.get(key), (int, float)) and not isinstance(result.get(key), bool)
-            for result in results
-        )
+        if key != "score" and all(is_finite_number(result.get(key)) for result in results)
     ]

@@ -23,6 +23,7 @@ from reward_plugins.errors import (
     UnknownDataSource,
     UnknownScorer,
 )
+from reward_plugins.options import is_finite_number
 from reward_plugins.router import check_options, route
 
 __all__ = ["RewardFunction", "make_reward_func"]
@@ -106,10 +107,10 @@ class RewardFunction:
 
     def _log_means(self, log_metric: Callable[[str, float], None], results: list[Any]) -> None:
         for key, value in results[0].items():
-            if key == "score" or not _is_number(value):
+            if key == "score" or not is_finite_number(value):
                 continue
             values = [result.get(key) for result in results]
-            if all(_is_number(v) for v in values):
+            if all(is_finite_number(v) for v in values):
                 log_metric(f"rewards/{self.__name__}/{key}", math.fsum(values) / len(values))
 
 
@@ -147,10 +148,6 @@ def make_reward_func(
         where = "" if data_source is None else f", data_source={data_source!r}"
         raise type(error)(f"make_reward_func: scorer {scorer!r}{where}: {error}") from error
     return RewardFunction(scorer, data_source, options)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _column(columns: Mapping[str, Any], name: str, count: int) -> Sequence[Any] | None:

@@ -67,6 +67,7 @@ from reward_plugins.metrics.base import (
     takes_options_of,
 )
 from reward_plugins.metrics.ngrams import clipped_overlap, ngram_counts, ngrams
+from reward_plugins.options import Range, finite_number
 
 MAX_ORDER = 4
 """The order of ``bleu_4`` and the default ``max_ngram_order`` of ``bleu``."""
@@ -87,6 +88,7 @@ SMOOTHING_DEFAULT_VALUES: dict[str, float | None] = {
     "add-k": 1,
     "exp": None,
 }
+_SMOOTH_VALUES = Range(0.0, None)
 DEFAULT_SMOOTHING = "add-k"
 SACREBLEU = "sacrebleu"
 SACREBLEU_SMOOTHING = "exp"
@@ -296,10 +298,10 @@ class Bleu(Metric):
         'bleu|compat:sacrebleu|case:mixed|norm:none|tok:char|smooth:exp|eff:yes|order:6'
 
     Raises:
-        InvalidOption: an unknown name, a ``smooth_value`` that is negative or given for ``none``
-            or ``exp``, a normalizer or tokenizer given with ``compat``, ``lowercase`` or
-            ``tokenize`` without it, ``effective_order`` or ``lowercase`` not a bool,
-            ``smooth_value`` not a number, ``max_ngram_order`` not an int in 1..6.
+        InvalidOption: an unknown name, a ``smooth_value`` given for ``none`` or ``exp``, a
+            normalizer or tokenizer given with ``compat``, ``lowercase`` or ``tokenize`` without
+            it, ``effective_order`` or ``lowercase`` not a bool, ``smooth_value`` not a finite
+            number >= 0 (NaN and infinities too), ``max_ngram_order`` not an int in 1..6.
         ImportError: ``tokenize="intl"`` and the ``regex`` package is not installed.
     """
 
@@ -354,15 +356,10 @@ class Bleu(Metric):
     def _check_smooth_value(self, value: float | None) -> float | None:
         if value is None:
             return SMOOTHING_DEFAULT_VALUES[self.smooth]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidOption(
-                f"{self.name}: smooth_value must be a number, got {type(value).__name__}"
-            )
         if SMOOTHING_DEFAULT_VALUES[self.smooth] is None:
             raise InvalidOption(f"{self.name}: smooth={self.smooth!r} takes no smooth_value")
-        if not value >= 0:
-            raise InvalidOption(f"{self.name}: smooth_value must be >= 0, got {value!r}")
-        return value
+        # sacrebleu takes NaN or an infinity and scores NaN or inf; a huge int overflows there.
+        return finite_number(value, f"{self.name}: smooth_value", _SMOOTH_VALUES)
 
     @property
     def signature(self) -> str:
@@ -507,8 +504,9 @@ class Bleu4(Bleu):
         'bleu_4|compat:sacrebleu|case:mixed|norm:none|tok:13a|smooth:exp|eff:yes'
 
     Raises:
-        ValueError: an unknown name, a ``smooth_value`` that is negative or given for ``none`` or
-            ``exp``, a normalizer or tokenizer given with ``compat``, ``lowercase`` without it.
+        ValueError: an unknown name, a ``smooth_value`` that is negative, NaN or infinite or
+            given for ``none`` or ``exp``, a normalizer or tokenizer given with ``compat``,
+            ``lowercase`` without it.
         TypeError: ``effective_order`` or ``lowercase`` is not a bool, or ``smooth_value`` is
             not a number.
     """

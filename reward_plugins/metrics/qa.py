@@ -32,8 +32,6 @@ References:
 
 from __future__ import annotations
 
-import math
-import numbers
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -55,7 +53,7 @@ from reward_plugins.metrics.base import (
     resolve_normalizer,
     takes_options_of,
 )
-from reward_plugins.options import finite_number
+from reward_plugins.options import describe_value, finite_number, is_finite_number
 from reward_plugins.text import get_normalizer, normalize_squad
 
 SQUAD = "squad"
@@ -554,8 +552,8 @@ def squad_v2_scores(
     Raises:
         InvalidInput: the lengths of ``predictions``, ``targets`` and ``na_probabilities``
             differ (the message names them), no prediction, a prediction or target that is not
-            a string, a probability that is not a number or is NaN.
-        InvalidOption: ``na_threshold`` is not a number.
+            a string, a probability that is not a finite number (NaN, an infinity).
+        InvalidOption: ``na_threshold`` is not a finite number.
 
     References:
         github.com/rajpurkar/SQuAD-explorer, ``evaluate-v2.0.py`` (``get_raw_scores``,
@@ -618,12 +616,11 @@ def _probabilities(values: Sequence[float] | None, count: int, name: str) -> lis
     if len(probabilities) != count:
         raise InvalidInput(f"{name}: {count} predictions but {len(probabilities)} na_probabilities")
     for row, value in enumerate(probabilities):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        if not is_finite_number(value):
             raise InvalidInput(
-                f"{name}: na_probabilities[{row}] must be a number, got {type(value).__name__}"
+                f"{name}: na_probabilities[{row}] must be a finite number, got "
+                f"{describe_value(value)}"
             )
-        if math.isnan(value):
-            raise InvalidInput(f"{name}: na_probabilities[{row}] is NaN")
     return [float(value) for value in probabilities]
 
 

@@ -40,10 +40,11 @@ import inspect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from reward_plugins import cache
 from reward_plugins.config_reader import ConfigFileError, read_config_file
 from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.groundtruth import Golds
@@ -106,7 +107,7 @@ class DeclaredTool:
         return f"missing argument(s) {', '.join(missing)}" if missing else None
 
 
-@cache
+@lru_cache(maxsize=cache.TOOL_CONFIGS)
 def declared_tools(tool_config: str | None) -> Mapping[str, DeclaredTool]:
     """Tool name -> :class:`DeclaredTool`, from a verl tool YAML (``tools:`` entries with an
     OpenAI function ``tool_schema``) read with the package's bounded reader; ``None`` reads the

@@ -19,6 +19,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from reward_plugins import cache
+from reward_plugins.cache import BoundedCache
+
 ASSISTANT_MARKER = re.compile(r"<\|im_start\|>assistant\s*")
 """Upstream's start-of-response marker (Qwen/ChatML), used only with ``prompt_included=True``."""
 
@@ -41,7 +44,7 @@ class _Grammar(NamedTuple):
 
 
 _CONTENT_STATES = frozenset({"in_think", "in_search", "in_information", "in_answer"})
-_grammars: dict[TrajectoryTags, _Grammar] = {}
+_grammars = BoundedCache[TrajectoryTags, _Grammar](cache.TRAJECTORY_GRAMMARS)
 
 
 def _grammar(tags: TrajectoryTags) -> _Grammar:
@@ -89,10 +92,21 @@ def format_error(
         text = text[marker.end() :]
         end_markers = ()
     grammar = _grammar(tags)
+    return _tag_count_error(text, grammar) or _sequence_error(text, grammar, end_markers)
+
+
+def _tag_count_error(text: str, grammar: _Grammar) -> str | None:
+    """The first tag of ``grammar`` opened and closed a different number of times, if any."""
     for name in grammar.tags:
         opening, closing = text.count(f"<{name}>"), text.count(f"</{name}>")
         if opening != closing:
             return f"mismatch in {name} tags: {opening} opening vs {closing} closing"
+    return None
+
+
+def _sequence_error(text: str, grammar: _Grammar, end_markers: tuple[str, ...]) -> str | None:
+    """Why the tags and text between them do not walk ``grammar`` from ``start`` to ``end``
+    (after ``end``, only whitespace and ``end_markers``), or ``None``."""
     state = "start"
     for index, part in enumerate(grammar.split.split(text)):
         if index % 2:  # a tag (re.split puts the captured separators at odd indices)

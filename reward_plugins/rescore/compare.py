@@ -21,8 +21,9 @@ import sys
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
+from reward_plugins.options import is_finite_number
 from reward_plugins.rescore import rows
 from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.files import PathError, file_format
@@ -97,66 +98,108 @@ def paired_columns(
     """
     paths = (first, second)
     streams = (output_rows(first), output_rows(second))
+    head_a, head_b = _first_rows(streams, paths)
+    prompt = _pairing_column(head_a, head_b, prompt_column, PROMPT_COLUMNS, "prompt", paths)
+    truth = _pairing_column(
+        head_a, head_b, ground_truth_column, GROUND_TRUTH_COLUMNS, "ground truth", paths
+    )
+    columns, not_compared = _result_columns(head_a, head_b, first, second)
+    pairer = _Pairer(paths, prompt, truth, columns)
+    both = itertools.zip_longest(
+        itertools.chain([head_a], streams[0]), itertools.chain([head_b], streams[1]),
+        fillvalue=_ENDED,
+    )  # fmt: skip
+    for pair in both:
+        for side, record in enumerate(pair):
+            if record is not _ENDED:
+                pairer.add(side, record)
+    if pairer.waiting[0] or pairer.waiting[1]:
+        raise CompareRefused(_unpaired(pairer.waiting, pairer.seen, pairer.counts, paths, prompt))
+    _finish_columns(columns, not_compared, pairer.order)
+    if not columns:
+        raise CompareRefused(_nothing_to_compare(not_compared, first, second))
+    return Pairing(len(pairer.order), columns, not_compared, prompt, truth)
+
+
+def _first_rows(
+    streams: tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]], paths: tuple[Path, Path]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first row of each stream.
+
+    Raises:
+        CompareRefused: a file without rows (both named when both are empty).
+    """
     head_a, head_b = (next(stream, None) for stream in streams)
     if head_a is None or head_b is None:
         empty = " and ".join(
             str(path) for path, head in zip(paths, (head_a, head_b), strict=True) if head is None
         )
         raise CompareRefused(f"{empty} {'have' if ' and ' in empty else 'has'} no rows")
-    prompt = _pairing_column(head_a, head_b, prompt_column, PROMPT_COLUMNS, "prompt", paths)
-    truth = _pairing_column(
-        head_a, head_b, ground_truth_column, GROUND_TRUTH_COLUMNS, "ground truth", paths
-    )
-    columns, not_compared = _result_columns(head_a, head_b, first, second)
-    names = tuple(columns)
-    waiting: tuple[dict[bytes, deque[_Row]], dict[bytes, deque[_Row]]] = ({}, {})
-    seen: tuple[Counter[bytes], Counter[bytes]] = (Counter(), Counter())
-    counts = [0, 0]
-    order = array.array("q")  # the row number in A of each pair, in the order they were paired
-    both = itertools.zip_longest(
-        itertools.chain([head_a], streams[0]), itertools.chain([head_b], streams[1]),
-        fillvalue=_ENDED,
-    )  # fmt: skip
-    record: dict[str, Any]
-    for pair in both:
-        for side, record in enumerate(pair):
-            if record is _ENDED:
-                continue
-            counts[side] += 1
-            number, path = counts[side], paths[side]
-            key = _digest(_prompt_of(record, prompt, number, path), "prompt", number, path)
-            seen[side][key] += 1
-            truth_value = None if truth is None else _truth_of(record, truth)
-            row = _Row(
-                number,
-                _digest(truth_value, "ground truth", number, path),
-                tuple(_value(record, name, columns[name], number, path) for name in names),
+    return head_a, head_b
+
+
+class _Pairer:
+    """Pairs the rows of A (side 0) and B (side 1) by prompt as they are read.
+
+    A row waits, under its prompt's digest, until a row of the other side with the same prompt
+    comes; each pair's result values go to ``columns`` (while a column has no problem) and A's
+    row number to ``order``. What is left in ``waiting`` at the end has no partner; ``seen`` and
+    ``counts`` (each prompt's rows, each side's rows) explain why.
+    """
+
+    def __init__(
+        self, paths: tuple[Path, Path], prompt: str, truth: str | None, columns: dict[str, Column]
+    ) -> None:
+        self.paths, self.prompt, self.truth, self.columns = paths, prompt, truth, columns
+        self.names = tuple(columns)
+        self.waiting: tuple[dict[bytes, deque[_Row]], dict[bytes, deque[_Row]]] = ({}, {})
+        self.seen: tuple[Counter[bytes], Counter[bytes]] = (Counter(), Counter())
+        self.counts = [0, 0]
+        self.order = array.array("q")  # the row number in A of each pair, in pairing order
+
+    def add(self, side: int, record: Mapping[str, Any]) -> None:
+        """Read the next row of ``side``: pair it with a waiting partner, or let it wait.
+
+        Raises:
+            CompareRefused: the row has no prompt, or its partner another ground truth.
+        """
+        self.counts[side] += 1
+        key, row = self._row(side, record)
+        partners = self.waiting[1 - side].get(key)
+        if not partners:
+            self.waiting[side].setdefault(key, deque()).append(row)
+            return
+        partner = partners.popleft()
+        if not partners:
+            del self.waiting[1 - side][key]
+        self._pair(*((partner, row) if side else (row, partner)))
+
+    def _row(self, side: int, record: Mapping[str, Any]) -> tuple[bytes, _Row]:
+        """The digest of the row's prompt, and the row."""
+        number, path = self.counts[side], self.paths[side]
+        key = _digest(_prompt_of(record, self.prompt, number, path), "prompt", number, path)
+        self.seen[side][key] += 1
+        truth_value = None if self.truth is None else _truth_of(record, self.truth)
+        row = _Row(
+            number,
+            _digest(truth_value, "ground truth", number, path),
+            tuple(_value(record, name, self.columns[name], number, path) for name in self.names),
+        )
+        return key, row
+
+    def _pair(self, row_a: _Row, row_b: _Row) -> None:
+        if row_a.truth != row_b.truth:
+            raise CompareRefused(
+                f"row {row_a.number} of {self.paths[0]} and row {row_b.number} of "
+                f"{self.paths[1]} have the same prompt but different ground truths (column "
+                f"{self.truth!r}); compare two outputs of the same prompts"
             )
-            partners = waiting[1 - side].get(key)
-            if not partners:
-                waiting[side].setdefault(key, deque()).append(row)
-                continue
-            partner = partners.popleft()
-            if not partners:
-                del waiting[1 - side][key]
-            row_a, row_b = (partner, row) if side else (row, partner)
-            if row_a.truth != row_b.truth:
-                raise CompareRefused(
-                    f"row {row_a.number} of {first} and row {row_b.number} of {second} have the "
-                    f"same prompt but different ground truths (column {truth!r}); compare two "
-                    "outputs of the same prompts"
-                )
-            order.append(row_a.number)
-            for name, value_a, value_b in zip(names, row_a.values, row_b.values, strict=True):
-                if columns[name].problem is None:
-                    columns[name].values_a.append(value_a)
-                    columns[name].values_b.append(value_b)
-    if waiting[0] or waiting[1]:
-        raise CompareRefused(_unpaired(waiting, seen, counts, paths, prompt))
-    _finish_columns(columns, not_compared, order)
-    if not columns:
-        raise CompareRefused(_nothing_to_compare(not_compared, first, second))
-    return Pairing(len(order), columns, not_compared, prompt, truth)
+        self.order.append(row_a.number)
+        for name, value_a, value_b in zip(self.names, row_a.values, row_b.values, strict=True):
+            column = self.columns[name]
+            if column.problem is None:
+                column.values_a.append(value_a)
+                column.values_b.append(value_b)
 
 
 def _finish_columns(
@@ -363,20 +406,18 @@ def _value(record: Mapping[str, Any], name: str, column: Column, number: int, pa
     NaN, and the column's problem recorded (the first only), when it is not a finite number
     within a float's range."""
     value = record.get(name)
+    if is_finite_number(value):
+        number_value = float(cast(numbers.Real, value))
+        if abs(number_value) > abs(column.largest):
+            column.largest, column.largest_at = number_value, f"row {number} of {path}"
+        return number_value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         problem = f"holds {_shown(value)}, not a number"
+    elif isinstance(value, numbers.Integral):
+        digits = math.floor(math.log10(abs(value))) + 1  # log10 takes any integer
+        problem = f"holds an integer of about {digits} digits, beyond the range of a float"
     else:
-        try:
-            number_value = float(value)
-        except OverflowError:
-            digits = math.floor(math.log10(abs(value))) + 1  # log10 takes any integer
-            problem = f"holds an integer of about {digits} digits, beyond the range of a float"
-        else:
-            if math.isfinite(number_value):
-                if abs(number_value) > abs(column.largest):
-                    column.largest, column.largest_at = number_value, f"row {number} of {path}"
-                return number_value
-            problem = f"holds {_shown(value)}, not a finite number"
+        problem = f"holds {_shown(value)}, not a finite number"
     if column.problem is None:
         column.problem = f"row {number} of {path} {problem}"
     return math.nan

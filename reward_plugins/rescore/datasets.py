@@ -327,14 +327,7 @@ def load(paths: Sequence[Path]) -> PromptIndex:
 
 
 def _parquet_rows(path: Path, before: int) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise DatasetError(
-            f"--dataset {path}: reading parquet needs pyarrow: "
-            'pip install "reward-plugins[parquet]"'
-        ) from None
+    pyarrow = _pyarrow(path)
     try:
         reader = pyarrow.parquet.ParquetFile(path)
         total = reader.metadata.num_rows
@@ -343,19 +336,7 @@ def _parquet_rows(path: Path, before: int) -> Iterator[tuple[int, dict[str, Any]
                 f"--dataset {path}: {total:,} rows; the datasets hold over {MAX_DATASET_ROWS:,} "
                 "rows, the cap"
             )
-        names = reader.schema_arrow.names
-        for needed in ("data_source", "prompt"):
-            if needed not in names:
-                raise DatasetError(
-                    f"--dataset {path}: no {needed!r} column (verl's datasets have data_source, "
-                    f"prompt, reward_model); columns: {', '.join(names)}"
-                )
-        columns = list(_COLUMNS)
-        model = reader.schema_arrow.field("reward_model").type if "reward_model" in names else None
-        if model is None or not pyarrow.types.is_struct(model):
-            columns.pop()  # no ground truth to check
-        elif model.get_field_index("ground_truth") < 0:
-            columns.pop()
+        columns = _parquet_columns(path, reader.schema_arrow, pyarrow)
         number = 1
         for batch in reader.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
             for row in batch.to_pylist():
@@ -365,6 +346,42 @@ def _parquet_rows(path: Path, before: int) -> Iterator[tuple[int, dict[str, Any]
         raise DatasetError(f"--dataset {path}: not a readable parquet file: {error}") from None
     except OSError as error:
         raise DatasetError(f"--dataset {path}: cannot read: {error}") from None
+
+
+def _pyarrow(path: Path) -> Any:
+    """pyarrow, with ``pyarrow.parquet`` imported; :class:`DatasetError` without it."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise DatasetError(
+            f"--dataset {path}: reading parquet needs pyarrow: "
+            'pip install "reward-plugins[parquet]"'
+        ) from None
+    return pyarrow
+
+
+def _parquet_columns(path: Path, schema: Any, pyarrow: Any) -> list[str]:
+    """The columns read: :data:`_COLUMNS`, less the ground truth when ``reward_model`` is not a
+    struct holding one.
+
+    Raises:
+        DatasetError: no ``data_source`` or ``prompt`` column.
+    """
+    names = schema.names
+    for needed in ("data_source", "prompt"):
+        if needed not in names:
+            raise DatasetError(
+                f"--dataset {path}: no {needed!r} column (verl's datasets have data_source, "
+                f"prompt, reward_model); columns: {', '.join(names)}"
+            )
+    columns = list(_COLUMNS)
+    model = schema.field("reward_model").type if "reward_model" in names else None
+    if model is None or not pyarrow.types.is_struct(model):
+        columns.pop()  # no ground truth to check
+    elif model.get_field_index("ground_truth") < 0:
+        columns.pop()
+    return columns
 
 
 def _jsonl_rows(path: Path, before: int) -> Iterator[tuple[int, dict[str, Any]]]:

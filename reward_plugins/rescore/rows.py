@@ -17,6 +17,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from reward_plugins import cache
+from reward_plugins.cache import BoundedCache
+
 RESPONSE_COLUMNS: tuple[str, ...] = ("output", "response", "responses", "solution_str")
 """Response columns looked for, in this order (verl dumps call it ``output``)."""
 
@@ -129,8 +132,7 @@ def find_column(
 
 # ------------------------------------------------------------------------ ground truths
 
-_SHARED_LIMIT = 4096
-_shared: dict[bytes, tuple[Any, bool]] = {}
+_shared = BoundedCache[bytes, tuple[Any, bool]](cache.SHARED_GROUND_TRUTHS)
 
 
 def ground_truth(value: Any) -> tuple[Any, bool]:
@@ -149,8 +151,6 @@ def ground_truth(value: Any) -> tuple[Any, bool]:
         return unstringify(value)
     shared = _shared.get(key)
     if shared is None:
-        if len(_shared) >= _SHARED_LIMIT:
-            _shared.clear()
         shared = _shared[key] = unstringify(value)
     return shared
 
@@ -184,7 +184,7 @@ _PLAIN_ARRAY = re.compile(rf"\[\s*{_PLAIN_ITEM}(?:\s+{_PLAIN_ITEM})*\s*\]")
 _PLAIN_ITEMS = re.compile(r"'([^']*)'|\"([^\"]*)\"")
 
 
-@functools.lru_cache(maxsize=4096)  # the rows of a GRPO group share their ground truth
+@functools.lru_cache(maxsize=cache.SHARED_GROUND_TRUTHS)  # a GRPO group shares its ground truth
 def _numpy_strings(text: str) -> tuple[str, ...] | None:
     """The strings of a numpy 1-D string array's ``str``, or ``None`` if ``text`` is not one."""
     if len(text) < 4 or text[0] != "[" or text[-1] != "]":

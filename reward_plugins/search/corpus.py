@@ -148,54 +148,73 @@ def read_corpus(
     """
     if bad_lines not in BAD_LINE_POLICIES:
         raise InvalidInput(f"bad_lines: expected one of {BAD_LINE_POLICIES}, got {bad_lines!r}")
-    stats = stats if stats is not None else CorpusStats()
-    seen = _IdSet()
-    pending: list[Passage] = []
+    yield from _CorpusReader(path, bad_lines, stats if stats is not None else CorpusStats()).read()
 
-    def refuse_or_skip(error: CorpusError) -> None:
-        if bad_lines == "refuse":
+
+class _CorpusReader:
+    """One pass of :func:`read_corpus` over ``path``: its policy, its stats, the ids seen."""
+
+    def __init__(self, path: str | Path, bad_lines: str, stats: CorpusStats) -> None:
+        self.path, self.bad_lines, self.stats = path, bad_lines, stats
+        self.seen = _IdSet()
+
+    def read(self) -> Iterator[Passage]:
+        pending: list[Passage] = []
+        with _open(Path(self.path), self.stats) as lines:
+            for number, raw in _lines(lines, self.path):
+                self.stats.lines = number
+                try:
+                    pending.append(_passage(number, raw))
+                except CorpusError as reason:
+                    error = CorpusError(f"{self.path} line {number}: {reason}")
+                    if self.bad_lines == "refuse":  # an earlier repeated id is the first bad line
+                        yield from self._unique(pending)
+                        pending = []
+                    self._refuse_or_skip(error)
+                    continue
+                if len(pending) >= ID_BATCH:
+                    yield from self._unique(pending)
+                    pending = []
+            yield from self._unique(pending)
+        if not self.stats.documents:
+            raise CorpusError(f"{self.path}: the corpus has no documents")
+
+    def _refuse_or_skip(self, error: CorpusError) -> None:
+        if self.bad_lines == "refuse":
             raise error
-        stats.skipped += 1
-        if len(stats.skipped_lines) < SHOWN_BAD_LINES:
-            stats.skipped_lines.append(str(error))
+        self.stats.skipped += 1
+        if len(self.stats.skipped_lines) < SHOWN_BAD_LINES:
+            self.stats.skipped_lines.append(str(error))
             logger.warning("skipped %s", error)
 
-    def unique(passages: list[Passage]) -> Iterator[Passage]:
-        repeated = seen.add([passage.id for passage in passages])
+    def _unique(self, passages: list[Passage]) -> Iterator[Passage]:
+        """``passages`` less those whose id came before (refused, or skipped)."""
+        repeated = self.seen.add([passage.id for passage in passages])
         for position, passage in enumerate(passages):
             if position in repeated:
-                if bad_lines == "refuse":
-                    raise _repeat_error(path, passage)
-                refuse_or_skip(
+                if self.bad_lines == "refuse":
+                    raise _repeat_error(self.path, passage)
+                self._refuse_or_skip(
                     CorpusError(
-                        f"{path} line {passage.line}: id {passage.id!r} repeats an earlier line"
+                        f"{self.path} line {passage.line}: id {passage.id!r} repeats an earlier "
+                        "line"
                     )
                 )
                 continue
-            stats.documents += 1
+            self.stats.documents += 1
             yield passage
 
-    with _open(Path(path), stats) as lines:
-        for number, raw in _lines(lines, path):
-            stats.lines = number
-            try:
-                if raw is None:
-                    raise CorpusError(f"longer than {MAX_LINE_BYTES} bytes")
-                identifier, contents = check_line(raw)
-            except CorpusError as reason:
-                error = CorpusError(f"{path} line {number}: {reason}")
-                if bad_lines == "refuse":  # an earlier repeated id is the first bad line
-                    yield from unique(pending)
-                    pending = []
-                refuse_or_skip(error)
-                continue
-            pending.append(Passage(number, identifier, contents, raw))
-            if len(pending) >= ID_BATCH:
-                yield from unique(pending)
-                pending = []
-        yield from unique(pending)
-    if not stats.documents:
-        raise CorpusError(f"{path}: the corpus has no documents")
+
+def _passage(number: int, raw: bytes | None) -> Passage:
+    """Line ``number`` as a passage.
+
+    Raises:
+        CorpusError: the reason alone (the caller names the file and line).
+    """
+    if raw is None:
+        raise CorpusError(f"longer than {MAX_LINE_BYTES} bytes")
+    identifier, contents = check_line(raw)
+    return Passage(number, identifier, contents, raw)
 
 
 def _lines(lines: BinaryIO, path: str | Path) -> Iterator[tuple[int, bytes | None]]:

@@ -2,8 +2,8 @@
 
 An answer such as ``"Paris, Lyon or Nice"`` names several candidates, which games substring
 match (SubEM pays if any gold is inside the answer). The rule is defined once here and used by
-the run report's many-candidates indicator (:mod:`reward_plugins.rescore.report`) and by the
-``answer_list_penalty`` scorer (:mod:`reward_plugins.plugins.shaping`).
+the ``answer_list_penalty`` scorer (:mod:`reward_plugins.plugins.shaping`), whose ``candidates``
+key (a count) is what the run report charts as an indicator when a run's scorer returns it.
 
 The rule: split the answer at ``,`` (except between two digits, so ``1,000,000`` is one item),
 ``;``, ``/``, ``|``, and the word ``or`` or ``and`` with one whitespace character on each side
