@@ -324,6 +324,11 @@ def _add_compare_arguments(command: argparse.ArgumentParser) -> None:
         "--scorer",
         help="the scorer of both outputs: its result schema labels and orders the columns",
     )
+    _add_set_argument(command, "an option of --scorer, as given to score (repeatable)")
+
+
+def _add_set_argument(command: argparse.ArgumentParser, help: str) -> None:
+    """``--set KEY=VALUE`` (repeatable), gathered as ``options``."""
     command.add_argument(
         "--set",
         dest="options",
@@ -331,7 +336,7 @@ def _add_compare_arguments(command: argparse.ArgumentParser) -> None:
         type=parse_option,
         default=[],
         metavar="KEY=VALUE",
-        help="an option of --scorer, as given to score (repeatable)",
+        help=help,
     )
 
 
@@ -370,14 +375,8 @@ def _add_job_arguments(command: argparse.ArgumentParser) -> None:
         metavar="NAME|PATH",
         help=f"pay a composed recipe, shipped or a YAML file (scorer {COMPOSED_SCORER})",
     )
-    command.add_argument(
-        "--set",
-        dest="options",
-        action="append",
-        type=parse_option,
-        default=[],
-        metavar="KEY=VALUE",
-        help="scorer option, as in verl's reward_kwargs (repeatable; values parsed as JSON)",
+    _add_set_argument(
+        command, "scorer option, as in verl's reward_kwargs (repeatable; values parsed as JSON)"
     )
     command.add_argument("--data-source", help="of every row (verl dumps have no such column)")
     command.add_argument("--data-source-column", help=f"default: {DATA_SOURCE_COLUMN}")
