@@ -276,6 +276,9 @@ class RetrievalServer:
         if self._connections >= self.limits.max_connections:
             self._counters["overloaded"] += 1
             writer.write(_raw_overload(f"over {self.limits.max_connections} connections"))
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.drain(), LINGER_QUIET)
+                await self._linger(reader, within=LINGER_QUIET)
             await _close(writer)
             return
         self._connections += 1
@@ -426,13 +429,15 @@ class RetrievalServer:
             elif event is None or isinstance(event, h11.ConnectionClosed):
                 raise ConnectionResetError("closed in the middle of a request")
 
-    async def _linger(self, reader: asyncio.StreamReader) -> None:
+    async def _linger(self, reader: asyncio.StreamReader, within: float | None = None) -> None:
         """Read and drop what a refused client still sends (until it is quiet for
-        :data:`LINGER_QUIET` s, for at most ``read_timeout`` s and :data:`LINGER_BYTES`), so
-        that closing does not reset the connection before the client has read the answer (a
-        refused body would otherwise end in a broken pipe)."""
+        :data:`LINGER_QUIET` s, for at most ``within`` s (default ``read_timeout``) and
+        :data:`LINGER_BYTES`), so that closing does not reset the connection before the client
+        has read the answer (a refused request would otherwise end in a broken pipe). A
+        connection over ``max_connections`` lingers :data:`LINGER_QUIET` s at most, so that
+        connections beyond the cap cannot pile up."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.limits.read_timeout
+        deadline = loop.time() + (self.limits.read_timeout if within is None else within)
         dropped = 0
         with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
             while dropped < LINGER_BYTES and (remaining := deadline - loop.time()) > 0:
