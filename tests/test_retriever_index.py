@@ -12,6 +12,7 @@ from __future__ import annotations
 import doctest
 import gzip
 import json
+import logging
 import math
 import os
 import random
@@ -511,7 +512,12 @@ def test_cli_index_errors_are_one_line(
     assert not (tmp_path / "i").exists()
 
 
-def test_concurrent_builds_of_one_cache_entry_agree(tmp_path: Path) -> None:
+def test_concurrent_builds_of_one_cache_entry_agree(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Three openings of one new cache entry at once: it is built once (the others wait for
+    the build turn, then open it), and all three open the same index."""
+    caplog.set_level(logging.INFO, logger="reward_plugins.search.index")
     corpus = write_corpus(
         tmp_path / "c.jsonl", [{"id": str(i), "contents": f"T\nword{i}"} for i in range(2000)]
     )
@@ -533,3 +539,4 @@ def test_concurrent_builds_of_one_cache_entry_agree(tmp_path: Path) -> None:
     assert errors == [] and len({index.path for index in opened}) == 1
     assert [p.name for p in cache.iterdir()] == [opened[0].path.name]  # no leftovers
     assert all(len(index) == 2000 for index in opened)
+    assert [r.getMessage().split()[0] for r in caplog.records].count("indexing") == 1

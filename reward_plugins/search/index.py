@@ -27,6 +27,8 @@ documents that share a term with it, so possibly fewer than ``k`` (none for stop
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib
 import importlib.metadata
@@ -39,7 +41,7 @@ import time
 import uuid
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +272,24 @@ def _write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
         os.fsync(stream.fileno())
 
 
+@contextlib.contextmanager
+def _building_in(location: Path) -> Iterator[None]:
+    """Hold the build turn of the cache directory ``location`` (created if need be): an
+    exclusive ``flock`` on the directory itself, so that no lock file is left behind."""
+    try:
+        location.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(location, os.O_RDONLY)
+    except OSError as error:
+        raise InvalidIndex(
+            f"{location}: cannot use it as the index cache: {error.strerror}"
+        ) from None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
 def _move_into_place(building: Path, output: Path, replace: bool) -> None:
     """Rename the complete index onto ``output``; an old one is moved aside, then removed, when
     ``replace``, else refused (another build may have finished first)."""
@@ -359,6 +379,9 @@ class SearchIndex:
         The cache entry is ``cache_dir/<key>`` (default :func:`default_cache_dir`), the key a
         hash of the corpus's resolved path, size, mtime and CRC-32, the format version and
         ``bad_lines``: a restart with the same file opens the index, a changed file rebuilds.
+        Builds into one cache directory take turns (an exclusive ``flock`` on the directory),
+        so processes or threads that open the same new entry at once build it once: the others
+        wait, then open it.
         """
         corpus = Path(corpus)
         fingerprint = file_fingerprint(corpus)
@@ -367,12 +390,10 @@ class SearchIndex:
         location = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         entry = location / key
         if not (entry / MANIFEST_NAME).is_file():
-            logger.info("indexing %s into %s", corpus, entry)
-            try:
-                build_index(corpus, entry, bad_lines=bad_lines, progress=progress)
-            except InvalidIndex:
-                if not (entry / MANIFEST_NAME).is_file():  # not another process's build
-                    raise
+            with _building_in(location):
+                if not (entry / MANIFEST_NAME).is_file():  # not built while this one waited
+                    logger.info("indexing %s into %s", corpus, entry)
+                    build_index(corpus, entry, bad_lines=bad_lines, progress=progress)
         return cls(entry)
 
     def __len__(self) -> int:
