@@ -40,14 +40,14 @@ from reward_plugins.plugins.qa_core import DEFAULT_SPAM_FACTOR as DEFAULT_SPAM_F
 from reward_plugins.plugins.qa_core import (
     QAOutcome,
     cached_metric,
+    check_normalizer,
+    keyword,
+    options_of,
     qa_outcome,
     qa_result,
     retrieval_hit,
+    with_options,
 )
-from reward_plugins.plugins.qa_core import check_normalizer as _check_normalizer
-from reward_plugins.plugins.qa_core import keyword as _keyword
-from reward_plugins.plugins.qa_core import options_of as _options_of
-from reward_plugins.plugins.qa_core import with_options as _with_options
 from reward_plugins.plugins.trajectory import DEFAULT_END_MARKERS, TrajectoryTags, format_error
 from reward_plugins.registry import Registration, lookup, scorer
 from reward_plugins.results import ResultKey, Schema
@@ -114,8 +114,8 @@ def count_answer_tags(text: str) -> tuple[int, int]:
 # ---------------------------------------------------------------------------- router scorers
 
 
-@scorer("compute_score", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer, results=QA_RESULTS)
-@_with_options()
+@scorer("compute_score", SEARCH_R1_DATA_SOURCES, validate=check_normalizer, results=QA_RESULTS)
+@with_options()
 def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Exact-match reward with the anti-spam penalty; dict with :data:`QA_RESULT_KEYS`.
 
@@ -126,9 +126,9 @@ def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
 
 
 @scorer(
-    "compute_score_subem", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer, results=QA_RESULTS
+    "compute_score_subem", SEARCH_R1_DATA_SOURCES, validate=check_normalizer, results=QA_RESULTS
 )
-@_with_options(_keyword("penalize_subem", False, bool))
+@with_options(keyword("penalize_subem", False, bool))
 def score_subem(
     solution_str: str, golds: Golds, *, penalize_subem: bool = False, **options: Any
 ) -> dict[str, Any]:
@@ -140,8 +140,8 @@ def score_subem(
     return qa_result(outcome, outcome.paid_match)
 
 
-@scorer("compute_score_f1", SEARCH_R1_DATA_SOURCES, validate=_check_normalizer, results=QA_RESULTS)
-@_with_options()
+@scorer("compute_score_f1", SEARCH_R1_DATA_SOURCES, validate=check_normalizer, results=QA_RESULTS)
+@with_options()
 def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Token-F1 reward (R1-Searcher, ReSearch): ``score * F1``, ``format_score`` when F1 is 0.
 
@@ -154,14 +154,14 @@ def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
 
 
 def _check_metric(options: Mapping[str, Any]) -> None:
-    _check_normalizer(options)
+    check_normalizer(options)
     cached_metric(options["metric"], options["metric_options"])
 
 
 @scorer("compute_score_metric", SEARCH_R1_DATA_SOURCES, validate=_check_metric, results=QA_RESULTS)
-@_with_options(
-    _keyword("metric", inspect.Parameter.empty, str),
-    _keyword("metric_options", None, Mapping[str, Any] | None),
+@with_options(
+    keyword("metric", inspect.Parameter.empty, str),
+    keyword("metric_options", None, Mapping[str, Any] | None),
 )
 def score_metric(
     solution_str: str,
@@ -260,10 +260,10 @@ def _format_outcome(
 @scorer(
     "compute_score_format",
     SEARCH_R1_DATA_SOURCES,
-    validate=_check_normalizer,
+    validate=check_normalizer,
     results=FORMAT_RESULTS,
 )
-@_with_options(base=_options_of(_format_outcome))
+@with_options(base=options_of(_format_outcome))
 def score_format(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Search-R1's format-aware EM reward; dict with :data:`FORMAT_RESULT_KEYS`.
 

@@ -56,8 +56,8 @@ from reward_plugins.plugins.qa_core import (
     qa_outcome,
     qa_result,
     retrieval_hit,
+    with_options,
 )
-from reward_plugins.plugins.qa_core import with_options as _with_options
 from reward_plugins.plugins.search_r1 import QA_RESULTS
 from reward_plugins.registry import WILDCARD, scorer
 from reward_plugins.results import ResultKey, Schema
@@ -265,7 +265,7 @@ _TOOL_PARAMETERS: list[inspect.Parameter] = [
 
 
 @scorer("compute_score_tool", WILDCARD, validate=_check, results=(*QA_RESULTS, *TOOL_RESULTS))
-@_with_options(*_TOOL_PARAMETERS)
+@with_options(*_TOOL_PARAMETERS)
 def score_tool(
     solution_str: str,
     golds: Golds,
