@@ -9,9 +9,9 @@ verl's rollout dumps (``_log_rollout_data`` and ``_validate`` in
 template (``build_initial_tokens`` in ``verl/utils/tokenizer/continuous_token.py``:
 ``add_generation_prompt=True``), left-truncated to ``rollout.prompt_length``
 (``_cap_text_prompt_length`` in ``verl/experimental/agent_loop/agent_loop.py``). So a dump's
-``input`` is the
-template's text, every message's content, and the generation prompt's header, less the
-template's special tokens.
+``input`` is the template's text, every message's content, and the generation prompt's header,
+less the template's special tokens. A dataset file is read in any input format of the engine
+(verl reads ``data.train_files`` as parquet or JSON lines).
 
 **The join rule.** A row's key is its ``input`` with every whitespace character removed; a
 dataset row's key is the content of its prompt's *last* message, whitespace removed too. A dump
@@ -80,8 +80,6 @@ MAX_DATASET_BYTES = 2 << 30
 MAX_DATASET_ROWS = 2_000_000
 """Datasets holding more rows than this in all are refused (the index holds one entry per
 distinct prompt: about 700 bytes in memory, 80 pickled for the workers)."""
-
-"""verl reads ``data.train_files`` as parquet, or JSON lines (``rl_dataset.py``)."""
 
 _BATCH_ROWS = 4096
 _COLUMNS = ("data_source", "prompt", "reward_model.ground_truth")
