@@ -1028,10 +1028,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         "seed": args.seed,
         "scorer": args.scorer,
         "columns": results,
-        "results": {
-            name: {"key": key.key, "kind": key.kind, "label": key.label, "gdpo": key.gdpo}
-            for name, key in keys.items()
-        },
+        "results": {name: dataclasses.asdict(key) for name, key in keys.items()},
         "not_compared": pairing.not_compared,
     }
     print(json.dumps(report, indent=2) if args.json else format_comparison(report))

@@ -100,6 +100,11 @@ def check_schema(owner: str, schema: Iterable[ResultKey]) -> Schema:
     return items
 
 
+def keys_of(schema: Schema) -> tuple[str, ...]:
+    """The keys of ``schema``, in its order."""
+    return tuple(item.key for item in schema)
+
+
 def complete(schema: Schema, keys: Iterable[str]) -> Schema:
     """The schema of a result with ``keys``: the declared items of those keys, in the declared
     order, then each undeclared key as a ``diagnostic`` labelled by its name."""

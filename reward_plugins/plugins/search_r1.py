@@ -50,7 +50,7 @@ from reward_plugins.plugins.qa_core import (
 )
 from reward_plugins.plugins.trajectory import DEFAULT_END_MARKERS, TrajectoryTags, format_error
 from reward_plugins.registry import Registration, lookup, scorer
-from reward_plugins.results import ResultKey, Schema
+from reward_plugins.results import ResultKey, Schema, keys_of
 from reward_plugins.text import normalize_squad
 
 SEARCH_R1_DATA_SOURCES: tuple[str, ...] = tuple(
@@ -71,7 +71,7 @@ QA_RESULTS: Schema = (
 """The result schema of every QA scorer: ``acc`` is the paid match, ``answer_tags`` the larger
 of the opening and closing answer-tag counts."""
 
-QA_RESULT_KEYS: tuple[str, ...] = tuple(item.key for item in QA_RESULTS)
+QA_RESULT_KEYS: tuple[str, ...] = keys_of(QA_RESULTS)
 """Keys of every QA scorer's dict result, on every call and every branch."""
 
 FORMAT_RESULTS: Schema = (
@@ -81,7 +81,7 @@ FORMAT_RESULTS: Schema = (
 )
 """The result schema of ``compute_score_format``."""
 
-FORMAT_RESULT_KEYS: tuple[str, ...] = tuple(item.key for item in FORMAT_RESULTS)
+FORMAT_RESULT_KEYS: tuple[str, ...] = keys_of(FORMAT_RESULTS)
 """Keys of ``compute_score_format``'s dict result."""
 
 normalize_answer = normalize_squad

@@ -36,7 +36,7 @@ from reward_plugins.errors import InvalidOption
 from reward_plugins.extract import ExtractMode, scan_tags
 from reward_plugins.options import SCORE_LIMIT, PositiveInt, Range
 from reward_plugins.registry import WILDCARD, scorer
-from reward_plugins.results import ResultKey, Schema
+from reward_plugins.results import ResultKey, Schema, keys_of
 from reward_plugins.text.answers import MIN_CANDIDATES, count_candidates
 
 Penalty = Annotated[float, Range(0.0, SCORE_LIMIT)]
@@ -76,10 +76,10 @@ LANGUAGE_MIX_RESULTS: Schema = (
 """The terms' result schemas: only ``score`` is a reward dimension for GDPO; the rest restate
 it or measure the response."""
 
-LENGTH_KEYS: tuple[str, ...] = tuple(item.key for item in LENGTH_RESULTS)
-REPETITION_KEYS: tuple[str, ...] = tuple(item.key for item in REPETITION_RESULTS)
-ANSWER_LIST_KEYS: tuple[str, ...] = tuple(item.key for item in ANSWER_LIST_RESULTS)
-LANGUAGE_MIX_KEYS: tuple[str, ...] = tuple(item.key for item in LANGUAGE_MIX_RESULTS)
+LENGTH_KEYS: tuple[str, ...] = keys_of(LENGTH_RESULTS)
+REPETITION_KEYS: tuple[str, ...] = keys_of(REPETITION_RESULTS)
+ANSWER_LIST_KEYS: tuple[str, ...] = keys_of(ANSWER_LIST_RESULTS)
+LANGUAGE_MIX_KEYS: tuple[str, ...] = keys_of(LANGUAGE_MIX_RESULTS)
 
 DEFAULT_NGRAM_SIZE = 3
 """open-r1's default (``repetition_n_grams`` in ``src/open_r1/configs.py``)."""

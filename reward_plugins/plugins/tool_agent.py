@@ -60,7 +60,7 @@ from reward_plugins.plugins.qa_core import (
 )
 from reward_plugins.plugins.search_r1 import QA_RESULTS
 from reward_plugins.registry import WILDCARD, scorer
-from reward_plugins.results import ResultKey, Schema
+from reward_plugins.results import ResultKey, Schema, keys_of
 from reward_plugins.tool_trajectory import ToolCall, Trajectory, parse_trajectory
 from reward_plugins.tools.schema import SEARCH_TOOL_CLASSES, arguments_error
 
@@ -79,7 +79,7 @@ TOOL_RESULTS: Schema = (
 """The schema of the keys added to the QA keys (a count listed for GDPO would pay for longer
 trajectories; ``tool_reward_sum`` is unbounded)."""
 
-TOOL_KEYS: tuple[str, ...] = tuple(item.key for item in TOOL_RESULTS)
+TOOL_KEYS: tuple[str, ...] = keys_of(TOOL_RESULTS)
 """The keys added to the QA keys, in this order."""
 
 MAX_TOOL_REWARDS = 10_000

@@ -63,6 +63,7 @@ from reward_plugins.errors import RewardPluginsError
 from reward_plugins.rescore import files, rows
 from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.formats import SUFFIXES, format_named, rows_of
+from reward_plugins.rescore.formats.parquet import parquet_module
 
 PROMPT_COLUMN = "input"
 """The dump's column of decoded prompts (verl's ``_write_generations``)."""
@@ -325,7 +326,10 @@ def load(paths: Sequence[Path]) -> PromptIndex:
 
 
 def _parquet_rows(path: Path, before: int) -> Iterator[tuple[int, dict[str, Any]]]:
-    pyarrow = _pyarrow(path)
+    try:
+        pyarrow = parquet_module()
+    except RescoreError as error:
+        raise DatasetError(f"--dataset {path}: {error}") from None
     try:
         reader = pyarrow.parquet.ParquetFile(path)
         total = reader.metadata.num_rows
@@ -344,19 +348,6 @@ def _parquet_rows(path: Path, before: int) -> Iterator[tuple[int, dict[str, Any]
         raise DatasetError(f"--dataset {path}: not a readable parquet file: {error}") from None
     except OSError as error:
         raise DatasetError(f"--dataset {path}: cannot read: {error}") from None
-
-
-def _pyarrow(path: Path) -> Any:
-    """pyarrow, with ``pyarrow.parquet`` imported; :class:`DatasetError` without it."""
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise DatasetError(
-            f"--dataset {path}: reading parquet needs pyarrow: "
-            'pip install "reward-plugins[parquet]"'
-        ) from None
-    return pyarrow
 
 
 def _parquet_columns(path: Path, schema: Any, pyarrow: Any) -> list[str]:

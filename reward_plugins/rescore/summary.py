@@ -13,6 +13,7 @@ range), which is what a curve over hundreds of steps needs and costs nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -143,10 +144,7 @@ def finish(counts: Counts, schema: Schema = SCORE_ONLY) -> dict[str, Any]:
     results = complete(schema, seen)
     keys = [item.key for item in results]
     return {
-        "results": [
-            {"key": item.key, "kind": item.kind, "label": item.label, "gdpo": item.gdpo}
-            for item in results
-        ],
+        "results": [dataclasses.asdict(item) for item in results],
         "sources": {
             name: {"rows": sources[name]["rows"], "metrics": _bootstrap(sources[name], keys)}
             for name in sorted(sources)
