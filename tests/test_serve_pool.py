@@ -289,6 +289,20 @@ def test_a_small_call_is_not_stuck_behind_a_big_one(pool_factory: Any) -> None:
     assert small_result == expected(small) and big_result == expected(big)
 
 
+def test_a_cancelled_call_gives_its_unstarted_rows_up(pool_factory: Any) -> None:
+    pool = pool_factory(workers=1)
+    rows = [probe_row(f"NAP {i}") for i in range(2000)]  # 4 s of scoring
+
+    async def give_up() -> None:
+        await asyncio.wait_for(pool.score(rows, {}), 0.3)
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(give_up())
+    assert wait_for(lambda: pool.stats()["rows_pending"] == 0)
+    assert pool.stats()["rows_scored"] < 1000  # the rest were never sent to the worker
+    assert score(pool, good_rows(5)) == expected(good_rows(5))
+
+
 def test_start_refuses_an_unknown_scorer() -> None:
     pool = ScorerPool("no_such_scorer_anywhere")
     with pytest.raises(UnknownScorer, match="no_such_scorer_anywhere"):

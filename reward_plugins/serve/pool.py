@@ -67,7 +67,7 @@ TARGET_CHUNK_SECONDS = 0.005
 """A chunk holds about this much scoring (by the measured mean time per row): long enough that a
 chunk's round trip between processes costs little per row, short enough that another request's
 chunk waits at most this long for a worker."""
-MAX_CHUNK_ROWS = 64
+MAX_CHUNK_ROWS = 128
 """The most rows in one chunk (a fast scorer's chunk); see :data:`TARGET_CHUNK_SECONDS`."""
 FIRST_CHUNK_ROWS = 8
 """The chunk size before any time per row is measured."""
@@ -205,6 +205,7 @@ class _Worker:
     chunk: _Chunk | None = None
     retiring: bool = False  # recycled for memory: stop once its chunk is done
     killed_for: str | None = None  # "timeout" when the pool killed it
+    overdue_started: float = 0.0  # when the row it was killed for started
 
     @property
     def pid(self) -> int:
@@ -394,9 +395,7 @@ class ScorerPool:
         with self._lock:
             return {
                 "workers": self.workers,
-                "workers_alive": sum(
-                    1 for w in list(self._workers) if w.ready and w.process.is_alive()
-                ),
+                "workers_alive": sum(1 for w in list(self._workers) if w.ready),
                 "replaced": dict(self._replaced),
                 "rows_scored": self._scored,
                 "failures": dict(self._failures),
@@ -407,8 +406,8 @@ class ScorerPool:
             }
 
     def worker_pids(self) -> list[int]:
-        """The process ids of the workers now running (for tests and diagnostics)."""
-        return [w.pid for w in list(self._workers) if w.process.is_alive()]
+        """The process ids of the workers (for tests and diagnostics)."""
+        return [w.pid for w in list(self._workers)]
 
     # ------------------------------------------------------------------ the dispatcher
 
@@ -542,7 +541,7 @@ class ScorerPool:
             started = worker.progress[_ROW_STARTED]
             if worker.chunk is None or started == 0.0 or now - started <= self.row_timeout:
                 continue
-            worker.killed_for = TIMEOUT
+            worker.killed_for, worker.overdue_started = TIMEOUT, started
             with contextlib.suppress(OSError):
                 os.kill(worker.pid, signal.SIGKILL)
             worker.process.join()
@@ -582,8 +581,11 @@ class ScorerPool:
                 )
             return
         blamed = None
-        if worker.progress[_ROW_STARTED] != 0.0 and int(worker.progress[_ROW_SEQ]) == chunk.seq:
+        started = worker.progress[_ROW_STARTED]
+        if started != 0.0 and int(worker.progress[_ROW_SEQ]) == chunk.seq:
             blamed = int(worker.progress[_ROW_INDEX])
+        if cause == "timeout" and started != worker.overdue_started:
+            blamed = None  # the overdue row ended as it was killed: none is to blame
         request = chunk.request
         if blamed is None:
             rows = chunk.rows
