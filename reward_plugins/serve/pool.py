@@ -47,6 +47,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import selectors
 import signal
 import socket
 import threading
@@ -270,6 +271,8 @@ class ScorerPool:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
+        self._selector = selectors.DefaultSelector()  # the wake socket, each worker's pipe and
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)  # process sentinel
         self._thread: threading.Thread | None = None
         self._closing = False
         self._closed = False
@@ -339,6 +342,7 @@ class ScorerPool:
             self._thread.join()
         else:
             self._stop_workers()
+        self._selector.close()
         self._wake_r.close()
         self._wake_w.close()
 
@@ -426,7 +430,10 @@ class ScorerPool:
         )
         process.start()
         child_conn.close()
-        return _Worker(process, parent_conn, progress)
+        worker = _Worker(process, parent_conn, progress)
+        self._selector.register(worker.conn, selectors.EVENT_READ, (worker, "conn"))
+        self._selector.register(process.sentinel, selectors.EVENT_READ, (worker, "sentinel"))
+        return worker
 
     def _dispatch(self) -> None:
         """The dispatcher thread: owns the workers; routes chunks, results, deaths."""
@@ -441,18 +448,18 @@ class ScorerPool:
             self._stop_workers()
 
     def _step(self) -> None:
-        waitables: list[Any] = [self._wake_r]
-        for worker in self._workers:
-            waitables += [worker.conn, worker.process.sentinel]
-        for ready in wait(waitables, self._wait_time()):
-            if ready is self._wake_r:
+        died: list[_Worker] = []
+        for key, _ in self._selector.select(self._wait_time()):
+            if key.data is None:
                 with contextlib.suppress(OSError):
                     while self._wake_r.recv(4096):
                         pass
-        for worker in list(self._workers):
-            if worker.conn.poll():
-                self._receive(worker)
-            if worker.process.exitcode is not None:
+            elif key.data[1] == "conn":
+                self._receive(key.data[0])
+            else:
+                died.append(key.data[0])
+        for worker in died:
+            if worker in self._workers:
                 self._bury(worker)
         self._kill_overdue()
         with self._lock:
@@ -552,6 +559,8 @@ class ScorerPool:
         rows again, and schedule its replacement."""
         self._receive(worker)
         worker.process.join()
+        self._selector.unregister(worker.conn)
+        self._selector.unregister(worker.process.sentinel)
         worker.conn.close()
         self._workers.remove(worker)
         exitcode = worker.process.exitcode
