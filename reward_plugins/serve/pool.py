@@ -590,14 +590,16 @@ class ScorerPool:
                 self._strikes,
                 delay,
             )
-        self._respawn_at.append(time.monotonic() + delay)
+        if not worker.retiring:  # a recycled worker's replacement is already due
+            self._respawn_at.append(time.monotonic() + delay)
         chunk = worker.chunk
         if chunk is None:
-            if not worker.ready:
-                logger.warning(
-                    "reward_plugins: a scorer worker died while starting (%s); replaced",
-                    _how_it_died(exitcode),
-                )
+            logger.warning(
+                "reward_plugins: scorer worker %d died while %s (%s); replaced",
+                worker.pid,
+                "idle" if worker.ready else "starting",
+                _how_it_died(exitcode),
+            )
             return
         blamed = None
         started = worker.progress[_ROW_STARTED]
@@ -634,14 +636,16 @@ class ScorerPool:
             rows = chunk.rows[:blamed] + chunk.rows[blamed + 1 :]
         if not rows:
             return
-        if blamed is None and chunk.attempt >= MAX_ATTEMPTS:
+        if blamed is None:
             logger.warning(
-                "reward_plugins: scorer worker %d died (%s) between rows, the %d. time for "
-                "these rows; they fail",
+                "reward_plugins: scorer worker %d %s between rows (attempt %d of %d for its "
+                "rows); replaced",
                 worker.pid,
-                _how_it_died(exitcode),
+                "was killed" if cause == "timeout" else f"died ({_how_it_died(exitcode)})",
                 chunk.attempt,
+                MAX_ATTEMPTS,
             )
+        if blamed is None and chunk.attempt >= MAX_ATTEMPTS:
             detail = (
                 f"crash: workers died {chunk.attempt} times while holding the row "
                 f"({_how_it_died(exitcode)})"
