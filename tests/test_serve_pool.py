@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -212,6 +213,26 @@ def test_a_worker_that_dies_costs_its_row_alone(pool_factory: Any, trigger: str,
     assert stats["rows_scored"] == 198
     assert score(pool, good_rows(10)) == expected(good_rows(10))
     assert wait_for(lambda: pool.stats()["workers_alive"] == 2)  # both replaced, in the background
+
+
+def test_a_worker_killed_from_outside_costs_its_row(pool_factory: Any) -> None:
+    """As the kernel's OOM killer does: SIGKILL from another process."""
+    pool = pool_factory(workers=1, row_timeout=60.0)
+    (pid,) = pool.worker_pids()
+    rows = [*good_rows(3), probe_row("HANG"), *good_rows(3)]
+
+    async def kill_while_scoring() -> list[Outcome]:
+        call = asyncio.ensure_future(pool.score(rows, {}))
+        await asyncio.sleep(0.5)  # on the hanging row
+        os.kill(pid, signal.SIGKILL)
+        return await call
+
+    results = asyncio.run(kill_while_scoring())
+    failure = results[3]
+    assert isinstance(failure, RowFailure) and failure.reason == CRASH
+    assert "signal SIGKILL" in failure.detail
+    assert results[:3] + results[4:] == expected(rows[:3] + rows[4:])
+    assert pool.stats()["replaced"] == {"crash": 1}
 
 
 def test_a_scorer_that_crashes_every_row_is_replaced_with_backoff(pool_factory: Any) -> None:
