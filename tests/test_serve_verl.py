@@ -19,12 +19,13 @@ from __future__ import annotations
 import random
 import socket
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from verl.trainer.ppo.reward import load_reward_manager
-from verl_helpers import MIXED_SAMPLES, Sample, build_batch, compose, run_reward_loop
+from verl_helpers import MIXED_SAMPLES, REPO_ROOT, Sample, build_batch, compose, run_reward_loop
 
 pytestmark = pytest.mark.slow
 
@@ -188,3 +189,44 @@ def test_a_failed_row_keeps_verls_columns_whole(
     assert set(failed["reward_extra_info"].values()) == {0.0}
     columns = verl_columns(remote)
     assert all(len(column) == len(samples) for column in columns.values())
+
+
+def test_reward_loop_manager_in_ray_workers(
+    tokenizer: Any, reward_server: str, tmp_path: Path
+) -> None:
+    """What the trainer runs: ``RewardLoopManager``'s Ray actors load ``compute_score_remote``
+    from ``pkg://reward_plugins``, await it in their own event loops, and verl assembles
+    ``rm_scores`` and the extra-info columns, equal to in-process scoring."""
+    import ray
+    from verl.experimental.reward_loop.reward_loop import RewardLoopManager
+    from verl.trainer.ppo.reward import extract_reward
+
+    tokenizer.save_pretrained(tmp_path)
+    common = [f"actor_rollout_ref.model.path={tmp_path}", "reward.num_workers=2"]
+    remote_config = compose(
+        "search_r1_grpo",
+        [*common, REMOTE, f"+reward.custom_reward_function.reward_kwargs.url={reward_server}"],
+    )
+    batch = build_batch(tokenizer, MIXED_SAMPLES)
+    if ray.is_initialized():  # left by another module; start one whose workers see this checkout
+        ray.shutdown()
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(REPO_ROOT)}},
+    )
+    try:
+        manager = RewardLoopManager(remote_config)
+        try:
+            scored = manager.compute_rm_score(batch)
+        finally:
+            for worker in manager.reward_loop_workers:
+                ray.kill(worker)
+    finally:
+        ray.shutdown()
+
+    local = score(tokenizer, MIXED_SAMPLES, [])
+    reward_tensor, columns = extract_reward(scored)
+    assert reward_tensor.sum(dim=-1).tolist() == [o["reward_score"] for o in local]
+    assert scored.meta_info["reward_extra_keys"] == list(local[0]["reward_extra_info"])
+    assert {key: column.tolist() for key, column in columns.items()} == verl_columns(local)
