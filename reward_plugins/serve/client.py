@@ -35,6 +35,11 @@ the first row and reads it from every row) never sees a missing key, and one war
 logged per failure kind and request. With ``remote_on_failure="raise"`` the call raises
 :class:`RemoteRowFailed` instead. A server or network failure is never turned into a reward: it
 raises, and verl's step fails loudly.
+
+**verl's managers.** ``naive`` and ``dapo`` await the function in the reward worker's event loop
+(``RewardLoopWorker``, a Ray actor, gathers one task per row). ``rate_limited`` does too, but
+turns a raised error into a row with other keys (``error``, ``acc``). verl's ``remote`` manager
+refuses async functions (it runs them in its own Ray workers); use ``naive`` with the server.
 """
 
 from __future__ import annotations
