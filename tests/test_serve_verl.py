@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from verl.trainer.ppo.reward import load_reward_manager
 from verl_helpers import MIXED_SAMPLES, REPO_ROOT, Sample, build_batch, compose, run_reward_loop
 
 pytestmark = pytest.mark.slow
@@ -72,6 +71,8 @@ def dead_url() -> str:
 
 
 def score(tokenizer: Any, samples: Sequence[Sample], overrides: Sequence[str]) -> list[dict]:
+    from verl.trainer.ppo.reward import load_reward_manager
+
     config = compose("search_r1_grpo", list(overrides))
     batch = build_batch(tokenizer, samples)
     return run_reward_loop(lambda: load_reward_manager(config, tokenizer), batch)
