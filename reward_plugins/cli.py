@@ -221,8 +221,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Answer POST /score, /get_reward (OpenRLHF) and /verify (NeMo-Gym) with a "
         "scorer run in a pool of worker processes.",
     )
-    serve_rewards.add_argument("--host", default="127.0.0.1", help="(127.0.0.1)")
-    serve_rewards.add_argument("--port", type=int, default=8000, help="(8000; 0: a free port)")
+    serve_rewards.add_argument(
+        "--host", default="127.0.0.1", help="the address to listen on (127.0.0.1)"
+    )
+    serve_rewards.add_argument(
+        "--port", type=int, default=8000, help="the port; 0: a free port (8000)"
+    )
     serve_rewards.later.append(_add_serve_rewards_arguments)
     serve_rewards.set_defaults(handler=_serve_rewards, command_parser=serve_rewards)
 
@@ -315,7 +319,7 @@ def _add_serve_rewards_arguments(command: argparse.ArgumentParser) -> None:
         type=int,
         default=2,
         metavar="N",
-        help="scorer processes (2; 0: score in the server's process, no isolation)",
+        help="scorer processes; 0: score in the server's process, no isolation (2)",
     )
     command.add_argument(
         "--row-timeout",
@@ -357,7 +361,7 @@ def _add_serve_rewards_arguments(command: argparse.ArgumentParser) -> None:
         "--ray", action="store_true", help="run as a Ray Serve deployment (needs ray[serve])"
     )
     command.add_argument(
-        "--replicas", type=int, default=1, metavar="N", help="Ray Serve replicas (1; --ray)"
+        "--replicas", type=int, default=1, metavar="N", help="Ray Serve replicas, with --ray (1)"
     )
     command.add_argument(
         "--ray-address", help="a Ray cluster for --ray (default: RAY_ADDRESS, else local)"
