@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -360,3 +361,23 @@ def test_close_leaves_no_child_process(pool_factory: Any) -> None:
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists()
     pool.close()  # again: nothing to do
+
+
+def test_a_script_without_a_main_guard_starts_a_pool(tmp_path: Path) -> None:
+    """``spawn`` re-runs the parent's script in each worker unless the pool hides it; a script
+    with no ``if __name__ == "__main__"`` guard would then start a pool in every worker."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import asyncio\n"
+        "from reward_plugins.serve.pool import ScorerPool\n"
+        "from reward_plugins.serve.rows import Row\n"
+        "row = Row('searchR1_nq', '<answer>Paris</answer>', {'target': ['Paris']})\n"
+        "with ScorerPool('compute_score', workers=1) as pool:\n"
+        "    print(asyncio.run(pool.score([row], {}))[0]['score'])\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert (done.returncode, done.stdout) == (0, "1.0\n"), done.stderr[-2000:]

@@ -50,10 +50,12 @@ import pickle
 import selectors
 import signal
 import socket
+import sys
 import threading
 import time
+import types
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -217,6 +219,24 @@ class _Worker:
         return int(self.process.pid or 0)
 
 
+_main_swap = threading.Lock()
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Start a worker without the parent's ``__main__``: ``spawn`` would otherwise run the
+    parent's script again in every worker (as ``__mp_main__``), and a script, notebook or doc
+    snippet without an ``if __name__ == "__main__"`` guard would start a pool in each worker. A
+    worker needs only the package and the plugins' entry points, never the parent's script."""
+    with _main_swap:
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = main
+
+
 class ScorerPool:
     """``workers`` processes scoring rows with the scorer named ``scorer``.
 
@@ -329,8 +349,7 @@ class ScorerPool:
             worker.process.join()
             raise PoolError(
                 f"a worker exited while starting ({_how_it_died(worker.process.exitcode)}; "
-                "its error is on standard error; a script that starts a pool must guard its "
-                "code with if __name__ == '__main__')"
+                "its error is on standard error)"
             ) from None
         if message[0] == "error":
             raise PoolError(f"a worker could not load scorer {self.scorer!r}: {message[1]}")
@@ -438,7 +457,8 @@ class ScorerPool:
             name=f"reward_plugins scorer {self.scorer}",
             daemon=True,
         )
-        process.start()
+        with _main_module_hidden():
+            process.start()
         child_conn.close()
         worker = _Worker(process, parent_conn, progress)
         self._selector.register(worker.conn, selectors.EVENT_READ, (worker, "conn"))
