@@ -1,0 +1,122 @@
+"""``serve-rewards --ray``: the reward service as a Ray Serve deployment of 2 replicas.
+
+One local Ray instance (2 CPUs, no dashboard) and one Ray Serve application are started for the
+module; the tests speak HTTP to Ray Serve's proxy: scores equal the router's, in-process,
+requests reach both replicas, and refused requests are answered as the plain server answers.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+import requests
+from test_cli_helpers import router_result, training_rows
+
+from reward_plugins.serve.ray_serve import ray_reward_server
+from reward_plugins.serve.service import ServiceConfig, ServiceLimits, running_reward_server
+
+MAX_BODY_MB = 1.0
+"""A small body cap for both servers, so that the over-cap request is small too."""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ray_url() -> Iterator[str]:
+    config = ServiceConfig(
+        scorer="compute_score",
+        options={},
+        data_source=None,
+        limits=ServiceLimits(max_body_mb=MAX_BODY_MB),
+    )
+    with ray_reward_server(config, replicas=2, port=_free_port(), workers=1, cpus=2) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def plain_url() -> Iterator[str]:
+    with running_reward_server("compute_score", max_body_mb=MAX_BODY_MB) as server:
+        yield server.base_url
+
+
+def _wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "data_source": row["data_source"],
+            "solution_str": row["response"],
+            "ground_truth": row["reward_model"]["ground_truth"],
+            "extra_info": row["extra_info"],
+        }
+        for row in rows
+    ]
+
+
+def test_scores_equal_the_router_in_process(ray_url: str) -> None:
+    rows = training_rows(64, seed=3)
+    answer = requests.post(f"{ray_url}/score", json={"rows": _wire_rows(rows)}, timeout=120)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["results"] == [router_result(row) for row in rows]
+    assert body["failures"] == [None] * len(rows)
+
+
+def test_requests_reach_both_replicas(ray_url: str) -> None:
+    replicas = set()
+    pids = set()
+    with requests.Session() as session:
+        for _ in range(60):
+            answer = session.get(f"{ray_url}/health", timeout=60)
+            assert answer.status_code == 200, answer.text
+            replica = _replica_of(answer.json())
+            replicas.add(replica["id"])
+            pids.add(replica["pid"])
+    assert len(replicas) == 2
+    assert len(pids) == 2
+
+
+def _replica_of(health: dict[str, Any]) -> dict[str, Any]:
+    """The ``replica`` entry that the deployment adds to the pool's counters in ``/health``."""
+    found = [
+        value["replica"]
+        for value in health.values()
+        if isinstance(value, dict) and "replica" in value
+    ]
+    if "replica" in health:
+        found.append(health["replica"])
+    assert len(found) == 1, health
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "headers"),
+    [
+        ("POST", "/score", b"not json", {}),
+        ("POST", "/score", b'{"rows": 3}', {}),
+        ("GET", "/no-such-path", b"", {}),
+        ("GET", "/score", b"", {}),
+        ("POST", "/score", b" " * int(MAX_BODY_MB * 2**20 + 1), {}),
+    ],
+    ids=["not-json", "rows-not-a-list", "unknown-path", "wrong-method", "over-the-body-cap"],
+)
+def test_refusals_equal_the_plain_servers(
+    ray_url: str, plain_url: str, method: str, path: str, body: bytes, headers: dict[str, str]
+) -> None:
+    answers = [
+        requests.request(method, f"{url}{path}", data=body, headers=headers, timeout=60)
+        for url in (ray_url, plain_url)
+    ]
+    on_ray, plain = answers
+    assert on_ray.status_code == plain.status_code
+    assert 400 <= on_ray.status_code < 500
+    assert orjson.loads(on_ray.content) == orjson.loads(plain.content)
+    assert set(orjson.loads(on_ray.content)) == {"error"}
+    assert on_ray.headers.get("Allow") == plain.headers.get("Allow")
+    assert on_ray.headers["Content-Type"].startswith("application/json")
