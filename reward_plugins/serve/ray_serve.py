@@ -139,14 +139,13 @@ def _application(
 
     limits = config.limits
     deployment = serve.deployment(
-        RewardReplica,
         name=APP_NAME,
         num_replicas=replicas,
         ray_actor_options={"num_cpus": workers},
         max_ongoing_requests=limits.max_requests,
         max_queued_requests=limits.max_requests,
         max_constructor_retry_count=CONSTRUCTOR_TRIES,
-    )
+    )(RewardReplica)
     pool_options = {
         "workers": workers,
         "row_timeout": row_timeout,
