@@ -22,6 +22,8 @@ from reward_plugins.serve.service import ServiceConfig, ServiceLimits, running_r
 MAX_BODY_MB = 1.0
 """A small body cap for both servers, so that the over-cap request is small too."""
 
+OVER_THE_CAP = int(MAX_BODY_MB * 2**20) + 1
+
 
 def _free_port() -> int:
     with socket.socket() as probe:
@@ -83,39 +85,52 @@ def test_requests_reach_both_replicas(ray_url: str) -> None:
 
 
 def _replica_of(health: dict[str, Any]) -> dict[str, Any]:
-    """The ``replica`` entry that the deployment adds to the pool's counters in ``/health``."""
-    found = [
-        value["replica"]
-        for value in health.values()
-        if isinstance(value, dict) and "replica" in value
-    ]
-    if "replica" in health:
-        found.append(health["replica"])
-    assert len(found) == 1, health
-    return found[0]
+    """The replica that answered: the deployment adds it to the pool's counters."""
+    replica = health["pool"]["replica"]
+    assert isinstance(replica["id"], str) and isinstance(replica["pid"], int)
+    return dict(replica)
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "body", "headers"),
+    ("method", "path", "body", "status"),
     [
-        ("POST", "/score", b"not json", {}),
-        ("POST", "/score", b'{"rows": 3}', {}),
-        ("GET", "/no-such-path", b"", {}),
-        ("GET", "/score", b"", {}),
-        ("POST", "/score", b" " * int(MAX_BODY_MB * 2**20 + 1), {}),
+        ("POST", "/score", b"not json", 400),
+        ("POST", "/score", b'{"rows": 3}', 400),
+        ("GET", "/no-such-path", b"", 404),
+        ("GET", "/score", b"", 405),
+        ("POST", "/score", b" " * OVER_THE_CAP, 413),
+        ("POST", "/score", (b" " * 2**16,) * (OVER_THE_CAP // 2**16 + 1), 413),
     ],
-    ids=["not-json", "rows-not-a-list", "unknown-path", "wrong-method", "over-the-body-cap"],
+    ids=[
+        "not-json",
+        "rows-not-a-list",
+        "unknown-path",
+        "wrong-method",
+        "over-the-body-cap",
+        "chunked-over-the-body-cap",
+    ],
 )
 def test_refusals_equal_the_plain_servers(
-    ray_url: str, plain_url: str, method: str, path: str, body: bytes, headers: dict[str, str]
+    ray_url: str,
+    plain_url: str,
+    method: str,
+    path: str,
+    body: bytes | tuple[bytes, ...],
+    status: int,
 ) -> None:
+    """A tuple body is sent in chunks without ``Content-Length``: the cap is met while the body
+    streams in."""
     answers = [
-        requests.request(method, f"{url}{path}", data=body, headers=headers, timeout=60)
+        requests.request(
+            method,
+            f"{url}{path}",
+            data=iter(body) if isinstance(body, tuple) else body,
+            timeout=60,
+        )
         for url in (ray_url, plain_url)
     ]
     on_ray, plain = answers
-    assert on_ray.status_code == plain.status_code
-    assert 400 <= on_ray.status_code < 500
+    assert on_ray.status_code == plain.status_code == status
     assert orjson.loads(on_ray.content) == orjson.loads(plain.content)
     assert set(orjson.loads(on_ray.content)) == {"error"}
     assert on_ray.headers.get("Allow") == plain.headers.get("Allow")

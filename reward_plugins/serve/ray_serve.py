@@ -29,15 +29,19 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from reward_plugins.errors import RewardPluginsError
+from reward_plugins.serve.rows import Outcome, Row
+
+if TYPE_CHECKING:
+    from reward_plugins.serve.service import ServiceConfig
 
 __all__ = ["RayServeError", "RewardReplica", "ray_reward_server", "run_on_ray_serve"]
 
@@ -60,22 +64,34 @@ class RayServeError(RewardPluginsError, RuntimeError):
 class RewardReplica:
     """One Ray Serve replica: a scorer pool and the reward service answering through it.
 
-    Built by Ray Serve in a replica process with the arguments given to :func:`_application`;
-    its pool is closed when Ray Serve stops the replica (``__del__``, Ray Serve's shutdown hook).
+    Built by Ray Serve in a replica process with the arguments given to :func:`_application`:
+    the service's config and the pool's keyword arguments (``workers=0``: the service's
+    in-process rows, no isolation, as ``serve-rewards --workers 0``). The pool is closed when Ray
+    Serve stops the replica (``__del__``, Ray Serve's shutdown hook).
     """
 
-    def __init__(self, config: Any, pool_options: Mapping[str, Any]) -> None:
-        from reward_plugins.serve.pool import ScorerPool
-        from reward_plugins.serve.service import RewardService
+    def __init__(self, config: ServiceConfig, pool_options: Mapping[str, Any]) -> None:
+        from reward_plugins.serve.service import InProcessRows, RewardService
 
         self._max_body = int(config.limits.max_body_mb * 2**20)
         self._replica = _replica_id()
+        self._pool: Any = None
+        if pool_options["workers"] == 0:
+            rows = InProcessRows(config.scorer)
+            self._service = RewardService(config, rows, stats=self._stats_of(rows.stats))
+            return
+        from reward_plugins.serve.pool import ScorerPool
+
         self._pool = ScorerPool(config.scorer, **pool_options)
         self._pool.start()
-        self._service = RewardService(config, self._pool.score, stats=self._stats)
+        self._service = RewardService(
+            config, self._pool.score, stats=self._stats_of(self._pool.stats)
+        )
 
-    def _stats(self) -> dict[str, Any]:
-        return {**self._pool.stats(), "replica": {"id": self._replica, "pid": os.getpid()}}
+    def _stats_of(self, stats: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+        """``stats`` (the pool's counters) with this replica's id and process id added."""
+        replica = {"id": self._replica, "pid": os.getpid()}
+        return lambda: {**stats(), "replica": replica}
 
     async def __call__(self, request: Any) -> Any:
         """Answer a Starlette ``request`` (what Ray Serve hands an ingress deployment)."""
@@ -116,7 +132,7 @@ class RewardReplica:
         return b"".join(parts)
 
     def __del__(self) -> None:
-        pool = getattr(self, "_pool", None)
+        pool = getattr(self, "_pool", None)  # None: workers=0, or the pool did not start
         if pool is not None:
             pool.close()
 
@@ -132,7 +148,12 @@ def _replica_id() -> str:
 
 
 def _application(
-    config: Any, *, replicas: int, workers: int, row_timeout: float, max_worker_rss_mb: float
+    config: ServiceConfig,
+    *,
+    replicas: int,
+    workers: int,
+    row_timeout: float,
+    max_worker_rss_mb: float,
 ) -> Any:
     """The bound Ray Serve application: ``replicas`` of :class:`RewardReplica`."""
     from ray import serve
@@ -141,7 +162,7 @@ def _application(
     deployment = serve.deployment(
         name=APP_NAME,
         num_replicas=replicas,
-        ray_actor_options={"num_cpus": workers},
+        ray_actor_options={"num_cpus": max(1, workers)},
         max_ongoing_requests=limits.max_requests,
         max_queued_requests=limits.max_requests,
         max_constructor_retry_count=CONSTRUCTOR_TRIES,
@@ -156,7 +177,7 @@ def _application(
 
 @contextlib.contextmanager
 def ray_reward_server(
-    config: Any,
+    config: ServiceConfig,
     *,
     replicas: int = 2,
     host: str = "127.0.0.1",
@@ -173,26 +194,35 @@ def ray_reward_server(
 
     Ray: this process's connection if it has one (left as it is on exit), else the cluster at
     ``address`` (``HOST:PORT``, ``ray://HOST:PORT``, ``auto``; default ``RAY_ADDRESS``) or a new
-    local instance of ``cpus`` CPUs (default ``replicas * workers``) without the dashboard, as
+    local instance of ``cpus`` CPUs (default: what the replicas reserve) without the dashboard, as
     :func:`reward_plugins.rescore.ray_backend.ray_session` connects (this checkout's package is
-    shipped to the workers). Each of the ``replicas`` replicas reserves ``workers`` CPUs for its
-    scorer processes. The proxy listens on ``host:port``. The call returns once every replica
-    has started its pool; on exit, ``serve.shutdown()`` stops the replicas and the proxy.
+    shipped to the workers). Each of the ``replicas`` replicas reserves ``workers`` CPUs (at
+    least one) for its scorer processes. The proxy listens on ``host:port``. The call returns
+    once every replica has started its pool; on exit, ``serve.shutdown()`` stops the replicas
+    and the proxy.
 
-    Raises :class:`RayServeError` when Ray cannot be reached or the deployment fails to start
+    The config is checked here first, as the plain server checks it (``UnknownScorer``,
+    ``InvalidOption``, ... before Ray starts). Raises :class:`RayServeError` when Ray cannot be
+    reached or the deployment fails to start
     (a replica's pool could not start, say), and ``ImportError`` when Ray Serve is not installed.
     """
     from ray import serve
 
     import reward_plugins
     from reward_plugins.rescore.ray_backend import RayUnavailable, ray_session
+    from reward_plugins.serve.service import RewardService
+
+    RewardService(config, _no_rows)  # the config's errors, before Ray and the replicas start
 
     package = str(Path(reward_plugins.__file__).parent)
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(
                 ray_session(
-                    address, cpus=cpus or replicas * workers, quiet=quiet, py_modules=[package]
+                    address,
+                    cpus=cpus or replicas * max(1, workers),
+                    quiet=quiet,
+                    py_modules=[package],
                 )
             )
         except RayUnavailable as error:
@@ -216,7 +246,7 @@ def ray_reward_server(
 
 
 def run_on_ray_serve(
-    config: Any,
+    config: ServiceConfig,
     *,
     replicas: int,
     host: str,
@@ -259,6 +289,12 @@ def run_on_ray_serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+async def _no_rows(
+    rows: Sequence[Row], options: Mapping[str, Any], deadline: float | None
+) -> list[Outcome]:
+    raise AssertionError("the service built to check a config scores nothing")
 
 
 def _first_line(error: BaseException) -> str:
