@@ -52,6 +52,9 @@ APP_NAME = "reward_plugins"
 
 JSON = "application/json; charset=utf-8"
 
+SERVE_LOGGER = "ray.serve"
+"""Ray Serve's logger in this process (``ray/serve/_private/constants.py``)."""
+
 CONSTRUCTOR_TRIES = 2
 """Times Ray Serve builds a replica whose pool fails to start before ``serve.run`` fails (Ray
 Serve's default, 20, would keep a bad configuration starting for minutes)."""
@@ -199,7 +202,8 @@ def ray_reward_server(
     shipped to the workers). Each of the ``replicas`` replicas reserves ``workers`` CPUs (at
     least one) for its scorer processes. The proxy listens on ``host:port``. The call returns
     once every replica has started its pool; on exit, ``serve.shutdown()`` stops the replicas
-    and the proxy.
+    and the proxy. With ``quiet``, Ray's and Ray Serve's own lines stay off this process's
+    output (the replicas' logs stay in Ray's log files).
 
     The config is checked here first, as the plain server checks it (``UnknownScorer``,
     ``InvalidOption``, ... before Ray starts). Raises :class:`RayServeError` when Ray cannot be
@@ -227,6 +231,8 @@ def ray_reward_server(
             )
         except RayUnavailable as error:
             raise RayServeError(str(error)) from None
+        if quiet:  # Ray Serve's driver-side lines ("Started Serve", "is ready at")
+            stack.enter_context(_logger_level(SERVE_LOGGER, logging.WARNING))
         app = _application(
             config,
             replicas=replicas,
@@ -289,6 +295,18 @@ def run_on_ray_serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def _logger_level(name: str, level: int) -> Iterator[None]:
+    """The logger ``name`` at ``level`` for the block."""
+    target = logging.getLogger(name)
+    before = target.level
+    target.setLevel(level)
+    try:
+        yield
+    finally:
+        target.setLevel(before)
 
 
 async def _no_rows(
