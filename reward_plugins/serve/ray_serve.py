@@ -267,15 +267,11 @@ def run_on_ray_serve(
 ) -> None:
     """``serve-rewards --ray``: :func:`ray_reward_server` until SIGTERM or SIGINT, then
     ``serve.shutdown()``. ``ready(base_url)`` is called once the replicas answer. Must be called
-    from the main thread (it installs the two signal handlers, and restores them on return)."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        with ray_reward_server(
+    from the main thread: the two signal handlers are installed once Ray has started (Ray's
+    driver installs its own SIGTERM handler, which would end the process at once), and taken
+    away before Ray Serve and Ray are shut down."""
+    with (
+        ray_reward_server(
             config,
             replicas=replicas,
             host=host,
@@ -286,15 +282,31 @@ def run_on_ray_serve(
             address=address,
             cpus=cpus,
             quiet=quiet,
-        ) as url:
-            logger.info("serving rewards on Ray Serve at %s, %d replicas", url, replicas)
-            if ready is not None:
-                ready(url)
-            while not stop.wait(0.5):
-                pass
+        ) as url,
+        _until_signal() as stop,
+    ):
+        logger.info("serving rewards on Ray Serve at %s, %d replicas", url, replicas)
+        if ready is not None:
+            ready(url)
+        while not stop.wait(0.5):
+            pass
+
+
+@contextlib.contextmanager
+def _until_signal() -> Iterator[threading.Event]:
+    """An event set by SIGTERM or SIGINT during the block; the previous handlers (``SIG_DFL``
+    for one not installed from Python) are put back on exit."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 @contextlib.contextmanager
