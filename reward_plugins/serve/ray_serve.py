@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -51,6 +52,8 @@ APP_NAME = "reward_plugins"
 """The Ray Serve application (and its one deployment) that serves the rewards."""
 
 JSON = "application/json; charset=utf-8"
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 SERVE_LOGGER = "ray.serve"
 """Ray Serve's logger in this process (``ray/serve/_private/constants.py``)."""
@@ -245,7 +248,7 @@ def ray_reward_server(
             serve.start(http_options={"host": host, "port": port})
             serve.run(app, name=APP_NAME, route_prefix="/")
         except Exception as error:  # Ray Serve raises RuntimeError and its own exceptions
-            reason = _first_line(error)
+            reason = _reason(error)
             raise RayServeError(f"Ray Serve did not start the deployment: {reason}") from error
         url_host = f"[{host}]" if ":" in host else host
         yield f"http://{url_host}:{port}"
@@ -327,6 +330,8 @@ async def _no_rows(
     raise AssertionError("the service built to check a config scores nothing")
 
 
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
+def _reason(error: BaseException) -> str:
+    """One line of a Ray error: the last line of its text, without terminal colours (a Ray
+    task's error carries the remote traceback, the exception last)."""
+    lines = [line.strip() for line in _ANSI.sub("", str(error)).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
