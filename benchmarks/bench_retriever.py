@@ -196,8 +196,11 @@ def _available_memory() -> float:
 
 
 @contextmanager
-def server(command: list[str], log: Path, start_timeout: float) -> Iterator[tuple[str, int]]:
-    """``(/retrieve URL, pid)`` of ``command``, a server that prints its URL when it is ready."""
+def server(
+    command: list[str], log: Path, start_timeout: float, path: str = "/retrieve"
+) -> Iterator[tuple[str, int]]:
+    """``(URL, pid)`` of ``command``, a server that prints its URL when it is ready: the base
+    URL it prints plus ``path``."""
     with log.open("wb") as errors:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
     assert process.stdout is not None
@@ -206,9 +209,9 @@ def server(command: list[str], log: Path, start_timeout: float) -> Iterator[tupl
     def read_url() -> None:
         assert process.stdout is not None
         for line in process.stdout:
-            match = re.search(rb"(http://\S+?)(/retrieve)?\s*$", line.strip())
+            match = re.search(rb"(http://[^/\s]+)\S*\s*$", line.strip())
             if match and not url:
-                url.append(match[1].decode().rstrip("/") + "/retrieve")
+                url.append(match[1].decode() + path)
 
     reader = threading.Thread(target=read_url, daemon=True)
     reader.start()

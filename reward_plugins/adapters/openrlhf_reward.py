@@ -8,8 +8,10 @@ query (when the prompt was truncated, everything up to the last assistant marker
 chat template is), and trailing end-of-turn tokens are dropped. The prompt's own example answer
 (Search-R1's ``<answer> Beijing </answer>``) is therefore never graded.
 
-A label is a JSON string (``{"target": [...]}``, optionally with a ``"data_source"`` key, or a
-JSON list of golds), a plain gold string, or an already decoded list or mapping.
+A label is a JSON string (``{"target": [...]}``, optionally with a ``"data_source"`` key;
+``{"data_source": ..., "ground_truth": ...}``; or a JSON list of golds), a plain gold string, or
+an already decoded list or mapping (:func:`reward_plugins.serve.protocols.parse_label`, the rule
+the reward server's ``/get_reward`` uses too).
 
 Configuration, read and checked when OpenRLHF loads the file (a mistake fails the launch rather
 than every rollout, since OpenRLHF swallows errors raised while scoring):
@@ -25,7 +27,6 @@ OpenRLHF loads the file outside any package, so every import here is absolute.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -37,10 +38,15 @@ from reward_plugins.config_reader import (
     describe_source,
     parse_json_text,
 )
-from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.options import is_finite_number
-from reward_plugins.registry import registrations_named
 from reward_plugins.router import check_options, route
+from reward_plugins.serve.protocols import (  # the rules the reward server's /get_reward shares
+    ASSISTANT_MARKERS,  # noqa: F401  (public names of this file)
+    END_TOKENS,  # noqa: F401
+    default_data_source,
+    parse_label,
+    response_text,
+)
 
 # OpenRLHF imports this file under the module name "reward_func", so name the logger explicitly.
 logger = logging.getLogger("reward_plugins.adapters.openrlhf_reward")
@@ -49,31 +55,6 @@ SCORER_VARIABLE = "REWARD_PLUGINS_SCORER"
 DATA_SOURCE_VARIABLE = "REWARD_PLUGINS_DATA_SOURCE"
 OPTIONS_VARIABLE = "REWARD_PLUGINS_OPTIONS"
 DEFAULT_SCORER = "compute_score"
-
-ASSISTANT_MARKERS: tuple[str, ...] = (
-    "<|im_start|>assistant",  # ChatML: Qwen, Yi, OpenHermes
-    "<|start_header_id|>assistant<|end_header_id|>",  # Llama 3
-    "<|assistant|>",  # Phi-3, Zephyr, GLM-4
-    "<start_of_turn>model",  # Gemma
-    "<\uff5cAssistant\uff5c>",  # DeepSeek-V3 / R1 (full-width bars)
-    "[/INST]",  # Llama 2, Mistral
-    "Assistant:",  # plain templates (DeepSeek-R1-Zero style, OpenRLHF input_template)
-)
-"""Where a response starts when the prompt is not a prefix of the query; the first marker of
-this list found in the query wins (its last occurrence), so ``Assistant:`` is the last resort."""
-
-END_TOKENS: tuple[str, ...] = (
-    "<|im_end|>",
-    "<|endoftext|>",
-    "</s>",
-    "<|eot_id|>",
-    "<|end_of_text|>",
-    "<|end|>",
-    "<end_of_turn>",
-    "<eos>",
-    "<\uff5cend\u2581of\u2581sentence\uff5c>",
-)
-"""End-of-turn and end-of-text tokens dropped from the end of a response."""
 
 
 class RewardConfig(NamedTuple):
@@ -86,17 +67,6 @@ class RewardConfig(NamedTuple):
     scorer: str
     data_source: str
     options: Mapping[str, Any]
-
-
-def default_data_source(scorer: str) -> str:
-    """The data source of labels that name none: the first data source ``scorer`` is registered
-    for, as the registry lists it (``*`` for a scorer of every data source, which the router
-    then serves).
-
-    Raises:
-        UnknownScorer: no scorer of that name is registered.
-    """
-    return registrations_named(scorer)[0].data_sources[0]
 
 
 def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
@@ -140,65 +110,6 @@ def load_config(environ: Mapping[str, str] = os.environ) -> RewardConfig:
 
 
 CONFIG = load_config()
-
-
-def response_text(query: str, prompt: str) -> str:
-    """The response part of ``query`` (prompt plus response), without trailing end tokens.
-
-    Raises:
-        ValueError: the prompt is not in the query and no assistant marker is either.
-    """
-    start = query.find(prompt) if prompt else -1
-    response = query[start + len(prompt) :] if start >= 0 else _after_assistant_marker(query)
-    return _strip_end_tokens(response)
-
-
-def _after_assistant_marker(query: str) -> str:
-    for marker in ASSISTANT_MARKERS:
-        position = query.rfind(marker)
-        if position >= 0:
-            return query[position + len(marker) :]
-    raise ValueError(
-        "cannot find the response in the query: the prompt is not part of it and it has none of "
-        f"the assistant markers {', '.join(ASSISTANT_MARKERS)}"
-    )
-
-
-def _strip_end_tokens(response: str) -> str:
-    while True:
-        trimmed = response.rstrip()
-        for token in END_TOKENS:
-            if trimmed.endswith(token):
-                response = trimmed[: -len(token)]
-                break
-        else:
-            return response
-
-
-def parse_label(label: Any) -> tuple[Any, str | None]:
-    """``(ground truth, data source or None)`` from one OpenRLHF label.
-
-    A string starting with ``{`` or ``[`` that parses as JSON is decoded; any other string is a
-    single gold answer. A mapping may name its ``data_source``.
-
-    Raises:
-        InvalidGroundTruth: the label is empty (no ``--data.label_key`` given?).
-    """
-    if isinstance(label, str):
-        text = label.strip()
-        if not text:
-            raise InvalidGroundTruth(
-                "the label is empty: pass --data.label_key naming the column of gold answers"
-            )
-        if not text.startswith(("{", "[")):
-            return label, None
-        try:
-            label = json.loads(text)
-        except json.JSONDecodeError:
-            return label, None
-    if isinstance(label, Mapping):
-        return label, label.get("data_source")
-    return label, None
 
 
 def reward_func(

@@ -1,0 +1,396 @@
+"""The reward server's routing: one :class:`RewardService` answers every path, whatever runs it
+(:class:`~reward_plugins.serve.http.HttpServer`, or a Ray Serve deployment).
+
+Paths: ``POST /score`` (native), ``POST /get_reward`` (OpenRLHF), ``POST /verify``
+(NeMo-Gym), each shaped by :mod:`reward_plugins.serve.protocols`; ``GET /health`` (status, the
+pool's stats, the counters, the limits) and ``GET /scorers`` (the served scorer, its options,
+its result schema, and every registered scorer name). Another method on a known path is 405
+(with ``Allow``), an unknown path 404; every refusal is a one-line ``{"error": ...}``.
+
+What every scoring request gets:
+
+- a deadline, ``request_timeout`` seconds from its arrival, handed to the pool (rows not started
+  by then fail as ``deadline``); a pool that has not answered ``DEADLINE_GRACE`` seconds after
+  it is answered 503 with ``Retry-After``;
+- a pool with no room (:class:`~reward_plugins.serve.pool.Overloaded`): 503 with
+  ``Retry-After``;
+- fixed keys: the result keys are the union of ``router.result_schema(scorer, data_source,
+  options)`` over the request's data sources (every registration of the scorer when none is
+  known); a scored row's dict is the scorer's own, exactly as in-process ``route`` returns it;
+  a failed row's dict holds every key at 0.0 but ``score``, which is ``fallback_reward``;
+- a native request's ``options`` laid over the server's and checked
+  (``router.check_options``): an invalid one is a 400 naming it, nothing is scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+import orjson
+
+from reward_plugins.errors import (
+    InvalidInput,
+    InvalidOption,
+    PluginError,
+    RewardPluginsError,
+    UnknownDataSource,
+)
+from reward_plugins.options import is_finite_number
+from reward_plugins.registry import scorer_names
+from reward_plugins.rescore.rows import RowFailure
+from reward_plugins.rescore.workers import score_one
+from reward_plugins.results import Schema, keys_of, union
+from reward_plugins.router import check_options, result_schema, scorer_result_schema
+from reward_plugins.serve import protocols
+from reward_plugins.serve.http import Refusal, Request, overloaded
+from reward_plugins.serve.pool import Overloaded
+from reward_plugins.serve.rows import DEADLINE, Outcome, Row, ScoreRows
+
+logger = logging.getLogger(__name__)
+
+SCORE_PATH = "/score"
+OPENRLHF_PATH = "/get_reward"
+NEMO_PATH = "/verify"
+HEALTH_PATH = "/health"
+SCORERS_PATH = "/scorers"
+METHODS: Mapping[str, str] = {
+    SCORE_PATH: "POST",
+    OPENRLHF_PATH: "POST",
+    NEMO_PATH: "POST",
+    HEALTH_PATH: "GET",
+    SCORERS_PATH: "GET",
+}
+"""Each path and the one method it answers."""
+
+DEADLINE_GRACE = 5.0
+"""Seconds past a request's deadline that the pool may take to answer (rows already running
+finish or time out) before the request is answered 503."""
+
+
+def _limit(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class ServiceLimits:
+    """What one reward server accepts and holds; every field is a ``serve-rewards`` option
+    (``max_rows`` is ``--max-rows``), its help in the field's ``metadata``."""
+
+    max_body_mb: float = _limit(64.0, "largest request body in MiB; 413 beyond")
+    read_timeout: float = _limit(
+        30.0, "seconds a request's headers and body may take to arrive, and its answer to leave"
+    )
+    idle_timeout: float = _limit(60.0, "seconds a keep-alive connection may wait idle")
+    max_connections: int = _limit(1024, "most open connections; 503 beyond")
+    max_requests: int = _limit(256, "most requests being answered at once; 503 beyond")
+    max_rows: int = _limit(16384, "most rows in one request; 413 beyond")
+    max_string_chars: int = _limit(
+        1_048_576, "longest string of a request (a response, a query, a gold), in characters"
+    )
+    max_response_mb: float = _limit(64.0, "largest response body in MiB; 413 beyond")
+    request_timeout: float = _limit(
+        150.0,
+        "seconds a request's rows may wait to be scored (rows not started by then fail as "
+        "'deadline'); below OpenRLHF's 180 s client timeout",
+    )
+
+    def __post_init__(self) -> None:
+        for spec in dataclasses.fields(self):
+            value = getattr(self, spec.name)
+            integer = spec.type == "int"
+            low = 1 if integer else 1e-3
+            numeric = is_finite_number(value)
+            if not numeric or (integer and not isinstance(value, int)) or not low <= value < 1e9:
+                kind = "an int" if integer else "a number"
+                raise InvalidInput(
+                    f"{spec.name}: expected {kind} of at least {low:g}, got {value!r} "
+                    f"({type(value).__name__})"
+                )
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """What a reward server serves.
+
+    Attributes:
+        scorer: the registered scorer name.
+        options: the scorer's options (``--set``); a native request's options are laid over.
+        data_source: rows naming none get it (``--data-source``); OpenRLHF labels and NeMo-Gym
+            requests naming none get the scorer's first registered data source without it.
+        fallback_reward: the reward of a failed row.
+        limits: the caps.
+        scores_key: the result key OpenRLHF's ``scores`` are read from; ``None``: ``acc`` when
+            the scorer's result schema declares it, else the reward clipped to [0, 1].
+    """
+
+    scorer: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    data_source: str | None = None
+    fallback_reward: float = 0.0
+    limits: ServiceLimits = ServiceLimits()
+    scores_key: str | None = None
+
+
+class InProcessRows:
+    """A :data:`~reward_plugins.serve.rows.ScoreRows` scoring in this process, in one thread
+    per request (``workers=0``): no isolation, a scorer that hangs holds its thread and one
+    that crashes takes the server down; rows not started by the deadline fail as
+    ``deadline``."""
+
+    def __init__(self, scorer: str) -> None:
+        self.scorer = scorer
+        self.rows = 0
+        self.failures: Counter[str] = Counter()
+
+    async def __call__(
+        self, rows: Sequence[Row], options: Mapping[str, Any], deadline: float | None = None
+    ) -> list[Outcome]:
+        outcomes = await asyncio.to_thread(self._score, rows, options, deadline)
+        self.rows += len(outcomes)
+        self.failures.update(o.reason for o in outcomes if isinstance(o, RowFailure))
+        return outcomes
+
+    def _score(
+        self, rows: Sequence[Row], options: Mapping[str, Any], deadline: float | None
+    ) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        for row in rows:
+            if deadline is not None and time.monotonic() > deadline:
+                outcomes.append(RowFailure(DEADLINE, "deadline: the request's time ran out"))
+                continue
+            outcomes.append(
+                score_one(
+                    self.scorer,
+                    options,
+                    row.data_source,
+                    row.solution_str,
+                    row.ground_truth,
+                    row.extra_info,
+                )
+            )
+        return outcomes
+
+    def stats(self) -> dict[str, Any]:
+        """For ``GET /health``: the mode, rows scored, failures by kind."""
+        failures = dict(self.failures)
+        return {"workers": 0, "isolation": False, "rows": self.rows, "failures": failures}
+
+
+class RewardService:
+    """Routes every request to its protocol and scores its rows with ``score_rows``.
+
+    Raises (when built):
+        UnknownScorer, UnknownDataSource, InvalidOption: the config's scorer, data source or
+            options are not valid (checked as ``router.check_options`` does).
+        InvalidInput: ``fallback_reward`` is not a finite number, or ``scores_key`` is not a
+            result key of the scorer.
+    """
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        score_rows: ScoreRows,
+        stats: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        check_options(config.scorer, config.data_source, config.options)
+        if not is_finite_number(config.fallback_reward):
+            raise InvalidInput(
+                f"fallback_reward: expected a finite number, got {config.fallback_reward!r} "
+                f"({type(config.fallback_reward).__name__})"
+            )
+        schema = scorer_result_schema(config.scorer, config.options)
+        if config.scores_key is not None and config.scores_key not in keys_of(schema):
+            raise InvalidInput(
+                f"scores_key: {config.scores_key!r} is not a result key of {config.scorer}; "
+                f"its keys are {', '.join(keys_of(schema))}"
+            )
+        self.config = config
+        self.score_rows = score_rows
+        self.stats = stats
+        self.default_source = config.data_source or protocols.default_data_source(config.scorer)
+        self.options: dict[str, Any] = dict(config.options)
+        self.requests: Counter[str] = Counter()
+        self.refused: Counter[int] = Counter()
+        self.rows = 0
+        self.failures: Counter[str] = Counter()
+
+    async def handle(self, request: Request) -> bytes:
+        """Answer one request: a 200 JSON body, or :class:`~reward_plugins.serve.http.Refusal`."""
+        try:
+            return await self._route(request)
+        except Refusal as refusal:
+            self.refused[refusal.status] += 1
+            raise
+
+    async def _route(self, request: Request) -> bytes:
+        method = METHODS.get(request.path)
+        if method is None:
+            raise Refusal(HTTPStatus.NOT_FOUND, f"no such path: {request.path[:200]}")
+        if request.method != method:
+            raise Refusal(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                f"{request.path}: use {method}",
+                [("Allow", method)],
+            )
+        self.requests[request.path] += 1
+        limits = self.config.limits
+        if request.path == SCORE_PATH:
+            batch = protocols.parse_native(request.body, limits, self.config.data_source)
+            options = {**self.options, **batch.options}
+            scored = await self._score(batch.rows, options, check=bool(batch.options))
+            return protocols.native_answer(scored, limits)
+        if request.path == OPENRLHF_PATH:
+            batch = protocols.parse_openrlhf(request.body, limits, self.default_source)
+            scored = await self._score(batch.rows, self.options)
+            return protocols.openrlhf_answer(scored, limits, self.config.scores_key)
+        if request.path == NEMO_PATH:
+            verify = protocols.parse_nemo(request.body, limits, self.default_source)
+            scored = await self._score([verify.row], self.options)
+            return protocols.nemo_answer(verify, scored, limits)
+        if request.path == HEALTH_PATH:
+            return orjson.dumps(self.health())
+        return orjson.dumps(self.scorers())
+
+    async def _score(
+        self, rows: Sequence[Row | RowFailure], options: dict[str, Any], check: bool = False
+    ) -> protocols.Scored:
+        """Score the rows that are :class:`Row`; the others are failures already."""
+        to_score = [row for row in rows if isinstance(row, Row)]
+        keys = self._keys({row.data_source for row in to_score}, options, check)
+        deadline = time.monotonic() + self.config.limits.request_timeout
+        outcomes: list[Outcome] = []
+        if to_score:
+            outcomes = await self._await_pool(to_score, options, deadline)
+        scored = iter(outcomes)
+        merged = [next(scored) if isinstance(row, Row) else row for row in rows]
+        self._count(merged)
+        return protocols.Scored(keys, merged, float(self.config.fallback_reward))
+
+    async def _await_pool(
+        self, rows: list[Row], options: dict[str, Any], deadline: float
+    ) -> list[Outcome]:
+        timeout = self.config.limits.request_timeout + DEADLINE_GRACE
+        try:
+            outcomes = await asyncio.wait_for(self.score_rows(rows, options, deadline), timeout)
+        except Overloaded as error:
+            raise overloaded(f"the scorer pool is full: {error}") from None
+        except asyncio.TimeoutError:
+            raise overloaded(
+                f"the rows were not scored within {timeout:g} s (--request-timeout)"
+            ) from None
+        if len(outcomes) != len(rows):  # a broken ScoreRows: never answer misaligned rows
+            raise Refusal(
+                HTTPStatus.INTERNAL_SERVER_ERROR,
+                f"the pool answered {len(outcomes)} outcomes for {len(rows)} rows",
+            )
+        return outcomes
+
+    def _keys(self, sources: set[str], options: dict[str, Any], check: bool) -> tuple[str, ...]:
+        """The result keys of the rows' data sources with ``options`` (checked first when a
+        request brought options of its own)."""
+        try:
+            if check:
+                check_options(self.config.scorer, None, options)
+            schemas: list[Schema] = []
+            for source in sorted(sources):
+                with contextlib.suppress(UnknownDataSource):  # the row fails when scored
+                    schemas.append(result_schema(self.config.scorer, source, options))
+            if not schemas:
+                schemas.append(scorer_result_schema(self.config.scorer, options))
+        except InvalidOption as error:
+            raise Refusal(HTTPStatus.BAD_REQUEST, f"'options': {error}") from None
+        except PluginError as error:
+            raise Refusal(HTTPStatus.INTERNAL_SERVER_ERROR, str(error)) from None
+        except (RewardPluginsError, TypeError, ValueError) as error:
+            raise Refusal(HTTPStatus.BAD_REQUEST, f"'options': {error}") from None
+        return keys_of(union(schemas))
+
+    def _count(self, outcomes: Sequence[Outcome]) -> None:
+        failed = Counter(o.reason for o in outcomes if isinstance(o, RowFailure))
+        self.rows += len(outcomes)
+        self.failures.update(failed)
+        if failed:
+            kinds = ", ".join(f"{kind}: {count}" for kind, count in sorted(failed.items()))
+            logger.warning("%d of %d rows failed (%s)", failed.total(), len(outcomes), kinds)
+
+    def health(self) -> dict[str, Any]:
+        """``GET /health``: status, scorer, the pool's stats, the counters and the limits."""
+        return {
+            "status": "ok",
+            "scorer": self.config.scorer,
+            "pool": self.stats() if self.stats is not None else None,
+            "requests": dict(self.requests),
+            "refused": {str(status): n for status, n in self.refused.items()},
+            "rows": self.rows,
+            "failures": dict(self.failures),
+            "limits": dataclasses.asdict(self.config.limits),
+        }
+
+    def scorers(self) -> dict[str, Any]:
+        """``GET /scorers``: the served scorer, its options, data source, fallback reward,
+        result schema (key, kind, label), and every registered scorer name."""
+        schema = scorer_result_schema(self.config.scorer, self.options)
+        return {
+            "scorer": self.config.scorer,
+            "data_source": self.default_source,
+            "options": self.options,
+            "fallback_reward": self.config.fallback_reward,
+            "results": [
+                {"key": item.key, "kind": item.kind, "label": item.label} for item in schema
+            ],
+            "scorers": sorted(scorer_names()),
+        }
+
+
+@contextlib.contextmanager
+def running_reward_server(
+    scorer: str = "compute_score",
+    *,
+    options: Mapping[str, Any] | None = None,
+    data_source: str | None = None,
+    workers: int = 1,
+    row_timeout: float = 10.0,
+    fallback_reward: float = 0.0,
+    scores_key: str | None = None,
+    **limits: Any,
+) -> Iterator[Any]:
+    """A reward server on ``127.0.0.1`` (a free port) in a background thread for the block:
+    a :class:`~reward_plugins.serve.pool.ScorerPool` of ``workers`` processes (``workers=0``:
+    :class:`InProcessRows`, no isolation), a :class:`RewardService`, an
+    :class:`~reward_plugins.serve.http.HttpServer`; yields the server (``.base_url``).
+    ``limits`` are :class:`ServiceLimits` fields."""
+    from reward_plugins.serve.http import HttpServer, running_in_thread
+
+    config = ServiceConfig(
+        scorer,
+        dict(options or {}),
+        data_source,
+        fallback_reward,
+        ServiceLimits(**limits),
+        scores_key,
+    )
+    if workers == 0:
+        rows = InProcessRows(scorer)
+        service = RewardService(config, rows, rows.stats)
+        with running_in_thread(HttpServer(service.handle, config.limits, logger)) as server:
+            yield server
+        return
+    from reward_plugins.serve.pool import ScorerPool
+
+    pool = ScorerPool(scorer, workers=workers, row_timeout=row_timeout)
+    pool.start()
+    try:
+        service = RewardService(config, pool.score, pool.stats)
+        with running_in_thread(HttpServer(service.handle, config.limits, logger)) as server:
+            yield server
+    finally:
+        pool.close()
