@@ -7,7 +7,7 @@ requests reach both replicas, and refused requests are answered as the plain ser
 
 from __future__ import annotations
 
-import socket
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,12 +25,6 @@ MAX_BODY_MB = 1.0
 OVER_THE_CAP = int(MAX_BODY_MB * 2**20) + 1
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def ray_url() -> Iterator[str]:
     config = ServiceConfig(
@@ -39,7 +33,8 @@ def ray_url() -> Iterator[str]:
         data_source=None,
         limits=ServiceLimits(max_body_mb=MAX_BODY_MB),
     )
-    with ray_reward_server(config, replicas=2, port=_free_port(), workers=1, cpus=2) as url:
+    with ray_reward_server(config, replicas=2, port=0, workers=1, cpus=2) as url:
+        assert re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*", url), url  # port 0: a free one
         yield url
 
 

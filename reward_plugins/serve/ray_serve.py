@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from http import HTTPStatus
@@ -203,7 +204,8 @@ def ray_reward_server(
     local instance of ``cpus`` CPUs (default: what the replicas reserve) without the dashboard, as
     :func:`reward_plugins.rescore.ray_backend.ray_session` connects (this checkout's package is
     shipped to the workers). Each of the ``replicas`` replicas reserves ``workers`` CPUs (at
-    least one) for its scorer processes. The proxy listens on ``host:port``. The call returns
+    least one) for its scorer processes. The proxy listens on ``host:port`` (``0``: a port free
+    on ``host`` when the call begins, as the yielded URL tells). The call returns
     once every replica has started its pool; on exit, ``serve.shutdown()`` stops the replicas
     and the proxy. With ``quiet``, Ray's and Ray Serve's own lines stay off this process's
     output (the replicas' logs stay in Ray's log files).
@@ -244,6 +246,7 @@ def ray_reward_server(
             max_worker_rss_mb=max_worker_rss_mb,
         )
         stack.callback(serve.shutdown)
+        port = port or _free_port(host)
         try:
             serve.start(http_options={"host": host, "port": port})
             serve.run(app, name=APP_NAME, route_prefix="/")
@@ -310,6 +313,14 @@ def _until_signal() -> Iterator[threading.Event]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
+def _free_port(host: str) -> int:
+    """A TCP port free on ``host`` now (Ray Serve's proxy takes no port 0)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager
