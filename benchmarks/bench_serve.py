@@ -42,8 +42,8 @@ import aiohttp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_retriever import memory, server  # noqa: E402
-from rollouts import make_wide_rollouts  # noqa: E402
+from bench_retriever import memory, server
+from rollouts import make_wide_rollouts
 
 PROMPTS, SAMPLES = 512, 5
 IN_FLIGHT = 64
@@ -88,11 +88,7 @@ Scenario = Callable[[str, list[Row]], Awaitable[list[float]]]
 
 
 async def native_one_request(base: str, rows: list[Row]) -> list[float]:
-    body = {
-        "rows": [
-            {"data_source": s, "solution_str": r, "ground_truth": t} for s, r, t in rows
-        ]
-    }
+    body = {"rows": [{"data_source": s, "solution_str": r, "ground_truth": t} for s, r, t in rows]}
     async with aiohttp.ClientSession() as session:
         began = time.perf_counter()
         async with session.post(base + "/score", json=body) as answer:

@@ -4,6 +4,8 @@ Point verl at the package with ``reward.custom_reward_function.path: pkg://rewar
 ``name:`` any registered scorer (``compute_score``, ``compute_score_subem``,
 ``compute_score_f1``, ``compute_score_format``, ``compute_score_metric``, a plugin's own) or
 ``compute_score_batch``. Every scorer name is an attribute of this module, made on demand.
+``compute_score_remote`` (the same call, scored by a ``reward-plugins serve-rewards`` server;
+:mod:`reward_plugins.serve.client`) is imported on first use, with aiohttp.
 """
 
 from __future__ import annotations
@@ -73,13 +75,18 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``reward_plugins.<scorer name>``: the verl router of any registered scorer.
+    """``reward_plugins.<scorer name>``: the verl router of any registered scorer (and
+    ``compute_score_remote``, imported here on first use).
 
     This is how verl's ``custom_reward_function.name`` reaches a plugin's scorer, and how
     ``pickle`` finds a router again in another process.
     """
     if name.startswith("_"):
         raise AttributeError(f"module 'reward_plugins' has no attribute {name!r}")
+    if name == "compute_score_remote":
+        from reward_plugins.serve.client import compute_score_remote
+
+        return compute_score_remote
     from reward_plugins.router import router_for
 
     try:

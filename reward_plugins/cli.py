@@ -1,5 +1,5 @@
 """The ``reward-plugins`` command: ``score``, ``report``, ``compare``, ``check``, ``recipe``,
-``list``, ``path`` and ``retriever``.
+``list``, ``path``, ``retriever`` and ``serve-rewards``.
 
 Exit status: 0 on success; 1 when rows cannot be scored, ``compare`` refuses two outputs,
 ``check`` or ``recipe`` finds an invalid reward, or ``path`` finds no entry file; 2 for a usage
@@ -215,6 +215,17 @@ def _parser() -> argparse.ArgumentParser:
     path.add_argument("target", choices=sorted(ADAPTER_FILES))
     path.set_defaults(handler=_path, command_parser=path)
 
+    serve_rewards = commands.add_parser(
+        "serve-rewards",
+        help="serve a scorer over HTTP (OpenRLHF, NeMo-Gym, native batch) until interrupted",
+        description="Answer POST /score, /get_reward (OpenRLHF) and /verify (NeMo-Gym) with a "
+        "scorer run in a pool of worker processes.",
+    )
+    serve_rewards.add_argument("--host", default="127.0.0.1", help="(127.0.0.1)")
+    serve_rewards.add_argument("--port", type=int, default=8000, help="(8000; 0: a free port)")
+    serve_rewards.later.append(_add_serve_rewards_arguments)
+    serve_rewards.set_defaults(handler=_serve_rewards, command_parser=serve_rewards)
+
     retriever = commands.add_parser(
         "retriever", help="a BM25 retriever in Search-R1's protocol: index, serve (needs [search])"
     )
@@ -281,6 +292,76 @@ def _parser() -> argparse.ArgumentParser:
         )
     serve.set_defaults(handler=_retriever_serve, command_parser=serve)
     return parser
+
+
+def _add_serve_rewards_arguments(command: argparse.ArgumentParser) -> None:
+    """The options of ``serve-rewards``: the scorer (as ``score`` takes it), the pool, the
+    limits (one per :class:`~reward_plugins.serve.service.ServiceLimits` field), Ray Serve."""
+    from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
+    from reward_plugins.serve.service import ServiceLimits
+
+    command.add_argument("--scorer", metavar="NAME", help="a registered scorer (compute_score)")
+    command.add_argument(
+        "--recipe",
+        metavar="NAME|PATH",
+        help=f"pay a composed recipe, shipped or a YAML file (scorer {COMPOSED_SCORER})",
+    )
+    _add_set_argument(command, "scorer option, as in verl's reward_kwargs (repeatable)")
+    command.add_argument(
+        "--data-source", help="of rows that name none (default: the scorer's first)"
+    )
+    command.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="scorer processes (2; 0: score in the server's process, no isolation)",
+    )
+    command.add_argument(
+        "--row-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds one row may take; beyond, it fails as 'timeout' and its worker is "
+        "replaced (10)",
+    )
+    command.add_argument(
+        "--max-worker-rss-mb",
+        type=float,
+        default=2048.0,
+        metavar="MB",
+        help="a worker over this resident memory is replaced after its rows (2048)",
+    )
+    command.add_argument(
+        "--fallback-reward",
+        type=float,
+        default=0.0,
+        metavar="R",
+        help="the reward of a row that failed (timeout, crash, bad input) (0.0)",
+    )
+    command.add_argument(
+        "--scores-key",
+        metavar="KEY",
+        help="the result key of OpenRLHF's scores (default: acc when the scorer has it, else "
+        "the reward clipped to [0, 1])",
+    )
+    for limit in dataclasses.fields(ServiceLimits):
+        command.add_argument(
+            "--" + limit.name.replace("_", "-"),
+            type=float if limit.type == "float" else int,
+            default=limit.default,
+            metavar="N",
+            help=f"{limit.metadata['help']} ({limit.default})",
+        )
+    command.add_argument(
+        "--ray", action="store_true", help="run as a Ray Serve deployment (needs ray[serve])"
+    )
+    command.add_argument(
+        "--replicas", type=int, default=1, metavar="N", help="Ray Serve replicas (1; --ray)"
+    )
+    command.add_argument(
+        "--ray-address", help="a Ray cluster for --ray (default: RAY_ADDRESS, else local)"
+    )
 
 
 def _add_bad_lines_argument(command: argparse.ArgumentParser) -> None:
@@ -703,12 +784,12 @@ def _serve_limits(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     return limits
 
 
-def _log_server_to_stderr() -> None:
-    """The retriever's log lines (``reward_plugins.search``, INFO) on stderr, unless the
-    logger already has a handler."""
+def _log_server_to_stderr(name: str = "reward_plugins.search") -> None:
+    """A server's log lines (logger ``name``, INFO) on stderr, unless the logger already has a
+    handler."""
     import logging
 
-    log = logging.getLogger("reward_plugins.search")
+    log = logging.getLogger(name)
     if not log.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("reward-plugins: %(asctime)s %(message)s"))
@@ -716,18 +797,78 @@ def _log_server_to_stderr() -> None:
         log.setLevel(logging.INFO)
 
 
-def _job(
-    args: argparse.Namespace, parser: argparse.ArgumentParser, inputs: Sequence[Any]
-) -> rescore.ScoreJob:
-    from reward_plugins import rescore
+def _serve_rewards(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from reward_plugins.errors import RewardPluginsError
+    from reward_plugins.serve.service import ServiceConfig, ServiceLimits
+
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be between 0 and 65535, got {args.port}")
+    for name in ("workers", "replicas"):
+        if getattr(args, name) < (0 if name == "workers" else 1):
+            parser.error(f"--{name} must be at least {0 if name == 'workers' else 1}")
+    if (args.replicas != 1 or args.ray_address) and not args.ray:
+        parser.error("--replicas and --ray-address need --ray")
+    scorer, options = _scorer_and_options(args, parser)
+    given = {spec.name: getattr(args, spec.name) for spec in dataclasses.fields(ServiceLimits)}
+    try:
+        limits = ServiceLimits(**given)
+    except RewardPluginsError as error:
+        name, _, reason = str(error).partition(": ")
+        parser.error(f"--{name.replace('_', '-')}: {reason}")
+    config = ServiceConfig(
+        scorer, options, args.data_source, args.fallback_reward, limits, args.scores_key
+    )
+    pool = {
+        "workers": args.workers,
+        "row_timeout": args.row_timeout,
+        "max_worker_rss_mb": args.max_worker_rss_mb,
+    }
+    _log_server_to_stderr("reward_plugins.serve")
+    try:
+        with suppress(KeyboardInterrupt, _Terminated):  # how a server stops: no error
+            if args.ray:
+                from reward_plugins.serve.ray_serve import run_on_ray_serve
+
+                run_on_ray_serve(
+                    config,
+                    replicas=args.replicas,
+                    host=args.host,
+                    port=args.port,
+                    address=args.ray_address,
+                    ready=_announce(scorer, pool, f"{args.replicas} Ray Serve replica(s) of "),
+                    **pool,
+                )
+            else:
+                from reward_plugins.serve.http import serve_until_signal
+                from reward_plugins.serve.service import RewardServer
+
+                server = RewardServer(config, **pool)
+                serve_until_signal(server, args.host, args.port, _announce(scorer, pool))
+    except (ImportError, RewardPluginsError) as error:
+        return _error(f"serve-rewards: {error}", 2)
+    except OSError as error:
+        return _error(f"serve-rewards: {args.host}:{args.port}: {error.strerror or error}", 2)
+    return 0
+
+
+def _announce(scorer: str, pool: Mapping[str, Any], prefix: str = "") -> Callable[[Any], None]:
+    """The line a server prints once it answers: what it serves, and where."""
+    workers = pool["workers"]
+    isolation = f"{workers} worker(s)" if workers else "in-process, no isolation"
+
+    def ready(server: Any) -> None:
+        print(f"serving {scorer} ({prefix}{isolation}) at {server.base_url}", flush=True)
+
+    return ready
+
+
+def _scorer_and_options(
+    args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> tuple[str, dict[str, Any]]:
+    """The scorer and its options from ``--scorer``, ``--recipe`` and ``--set``: a recipe
+    pays the composed scorer (a usage error beside another ``--scorer``)."""
     from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
 
-    if args.ray_address and args.backend != "ray":
-        parser.error("--ray-address needs --backend ray")
-    if args.data_source is not None and args.data_source_column is not None:
-        parser.error("give --data-source or --data-source-column, not both")
-    if args.datasets and (args.data_source is not None or args.data_source_column is not None):
-        parser.error("give --dataset or --data-source/--data-source-column, not both")
     if args.recipe is not None:
         if args.scorer not in (None, COMPOSED_SCORER):
             parser.error(f"--recipe pays {COMPOSED_SCORER}; leave out --scorer {args.scorer}")
@@ -735,7 +876,21 @@ def _job(
             parser.error("give --recipe or --set recipe=..., not both")
         args.scorer = COMPOSED_SCORER
         args.options.append(("recipe", _checked_recipe(args.recipe, parser)))
-    args.scorer = args.scorer or "compute_score"
+    return args.scorer or "compute_score", dict(args.options)
+
+
+def _job(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, inputs: Sequence[Any]
+) -> rescore.ScoreJob:
+    from reward_plugins import rescore
+
+    if args.ray_address and args.backend != "ray":
+        parser.error("--ray-address needs --backend ray")
+    if args.data_source is not None and args.data_source_column is not None:
+        parser.error("give --data-source or --data-source-column, not both")
+    if args.datasets and (args.data_source is not None or args.data_source_column is not None):
+        parser.error("give --dataset or --data-source/--data-source-column, not both")
+    args.scorer, options = _scorer_and_options(args, parser)
     workers = args.workers
     cpus = rescore.usable_cpus()
     if workers is not None and workers > cpus and not args.ray_address:
@@ -750,7 +905,7 @@ def _job(
         output=args.output,
         merge=getattr(args, "merge", False),
         scorer=args.scorer,
-        options=dict(args.options),
+        options=options,
         data_source=args.data_source,
         data_source_column=args.data_source_column,
         response_column=args.response_column,

@@ -351,6 +351,69 @@ class RewardService:
         }
 
 
+class RewardServer:
+    """A whole reward server: the scorer pool, a :class:`RewardService` and its
+    :class:`~reward_plugins.serve.http.HttpServer`; :meth:`start` and :meth:`close` as the HTTP
+    server's, so :func:`~reward_plugins.serve.http.serve_until_signal` and
+    :func:`~reward_plugins.serve.http.running_in_thread` run it.
+
+    ``workers`` processes score the rows (:class:`~reward_plugins.serve.pool.ScorerPool`, each
+    row within ``row_timeout`` s, a worker over ``max_worker_rss_mb`` recycled); ``workers=0``
+    scores in this process (:class:`InProcessRows`: no isolation).
+
+    Raises (when built): what :class:`RewardService` raises for a wrong config, and
+    ``PoolError`` for wrong pool settings.
+    """
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        *,
+        workers: int = 1,
+        row_timeout: float = 10.0,
+        max_worker_rss_mb: float = 2048.0,
+    ) -> None:
+        from reward_plugins.serve.http import HttpServer
+        from reward_plugins.serve.pool import ScorerPool
+
+        self.pool: ScorerPool | None = None
+        if workers == 0:
+            in_process = InProcessRows(config.scorer)
+            score_rows: ScoreRows = in_process
+            stats = in_process.stats
+        else:
+            self.pool = ScorerPool(
+                config.scorer,
+                workers=workers,
+                row_timeout=row_timeout,
+                max_worker_rss_mb=max_worker_rss_mb,
+            )
+            score_rows, stats = self.pool.score, self.pool.stats
+        self.service = RewardService(config, score_rows, stats)
+        self.http = HttpServer(self.service.handle, config.limits, logger)
+
+    async def start(self, host: str = "127.0.0.1", port: int = 8000) -> None:
+        """Start the workers (warmed), then bind ``host:port`` (0: a free port)."""
+        if self.pool is not None:
+            await asyncio.to_thread(self.pool.start)
+        try:
+            await self.http.start(host, port)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """Close the connections, then stop the workers (none is left running)."""
+        await self.http.close()
+        if self.pool is not None:
+            await asyncio.to_thread(self.pool.close)
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT``."""
+        return self.http.base_url
+
+
 @contextlib.contextmanager
 def running_reward_server(
     scorer: str = "compute_score",
@@ -362,13 +425,11 @@ def running_reward_server(
     fallback_reward: float = 0.0,
     scores_key: str | None = None,
     **limits: Any,
-) -> Iterator[Any]:
-    """A reward server on ``127.0.0.1`` (a free port) in a background thread for the block:
-    a :class:`~reward_plugins.serve.pool.ScorerPool` of ``workers`` processes (``workers=0``:
-    :class:`InProcessRows`, no isolation), a :class:`RewardService`, an
-    :class:`~reward_plugins.serve.http.HttpServer`; yields the server (``.base_url``).
-    ``limits`` are :class:`ServiceLimits` fields."""
-    from reward_plugins.serve.http import HttpServer, running_in_thread
+) -> Iterator[RewardServer]:
+    """A :class:`RewardServer` on ``127.0.0.1`` (a free port) in a background thread for the
+    block, then closed; ``limits`` are :class:`ServiceLimits` fields. Yields the server
+    (``.base_url``)."""
+    from reward_plugins.serve.http import running_in_thread
 
     config = ServiceConfig(
         scorer,
@@ -378,19 +439,6 @@ def running_reward_server(
         ServiceLimits(**limits),
         scores_key,
     )
-    if workers == 0:
-        rows = InProcessRows(scorer)
-        service = RewardService(config, rows, rows.stats)
-        with running_in_thread(HttpServer(service.handle, config.limits, logger)) as server:
-            yield server
-        return
-    from reward_plugins.serve.pool import ScorerPool
-
-    pool = ScorerPool(scorer, workers=workers, row_timeout=row_timeout)
-    pool.start()
-    try:
-        service = RewardService(config, pool.score, pool.stats)
-        with running_in_thread(HttpServer(service.handle, config.limits, logger)) as server:
-            yield server
-    finally:
-        pool.close()
+    server = RewardServer(config, workers=workers, row_timeout=row_timeout)
+    with running_in_thread(server) as running:
+        yield running
