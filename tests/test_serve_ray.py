@@ -33,7 +33,8 @@ def ray_url() -> Iterator[str]:
         data_source=None,
         limits=ServiceLimits(max_body_mb=MAX_BODY_MB),
     )
-    with ray_reward_server(config, replicas=2, port=0, workers=1, cpus=2) as url:
+    with ray_reward_server(config, replicas=2, port=0, workers=1, cpus=2) as server:
+        url = server.base_url
         assert re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*", url), url  # port 0: a free one
         yield url
 

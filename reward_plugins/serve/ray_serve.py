@@ -18,8 +18,8 @@ the pool's counters.
 Ray is imported only when a deployment is started: ``import reward_plugins.serve.ray_serve``
 does not import it.
 
-    with ray_reward_server(config, replicas=2, port=8000) as url:
-        ...  # POST {url}/score
+    with ray_reward_server(config, replicas=2, port=8000) as server:
+        ...  # POST {server.base_url}/score
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
@@ -45,7 +46,13 @@ from reward_plugins.serve.rows import Outcome, Row
 if TYPE_CHECKING:
     from reward_plugins.serve.service import ServiceConfig
 
-__all__ = ["RayServeError", "RewardReplica", "ray_reward_server", "run_on_ray_serve"]
+__all__ = [
+    "RayRewardServer",
+    "RayServeError",
+    "RewardReplica",
+    "ray_reward_server",
+    "run_on_ray_serve",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +73,15 @@ Serve's default, 20, would keep a bad configuration starting for minutes)."""
 
 class RayServeError(RewardPluginsError, RuntimeError):
     """The deployment could not be started on Ray Serve (one line: the reason)."""
+
+
+@dataclass(frozen=True)
+class RayRewardServer:
+    """A running deployment: where Ray Serve's proxy answers, and how many replicas serve."""
+
+    base_url: str
+    """``http://HOST:PORT``, as the plain server's ``base_url``."""
+    replicas: int
 
 
 class RewardReplica:
@@ -195,9 +211,9 @@ def ray_reward_server(
     address: str | None = None,
     cpus: int | None = None,
     quiet: bool = True,
-) -> Iterator[str]:
+) -> Iterator[RayRewardServer]:
     """Run the reward service (a :class:`~reward_plugins.serve.service.ServiceConfig`) on Ray
-    Serve for the ``with`` block; yield its base URL (``http://HOST:PORT``).
+    Serve for the ``with`` block; yield a :class:`RayRewardServer` (``.base_url``).
 
     Ray: this process's connection if it has one (left as it is on exit), else the cluster at
     ``address`` (``HOST:PORT``, ``ray://HOST:PORT``, ``auto``; default ``RAY_ADDRESS``) or a new
@@ -253,8 +269,8 @@ def ray_reward_server(
         except Exception as error:  # Ray Serve raises RuntimeError and its own exceptions
             reason = _reason(error)
             raise RayServeError(f"Ray Serve did not start the deployment: {reason}") from error
-        url_host = f"[{host}]" if ":" in host else host
-        yield f"http://{url_host}:{port}"
+        shown = f"[{host}]" if ":" in host else host
+        yield RayRewardServer(f"http://{shown}:{port}", replicas)
 
 
 def run_on_ray_serve(
@@ -269,13 +285,14 @@ def run_on_ray_serve(
     address: str | None = None,
     cpus: int | None = None,
     quiet: bool = True,
-    ready: Callable[[str], None] | None = None,
+    ready: Callable[[RayRewardServer], None] | None = None,
 ) -> None:
     """``serve-rewards --ray``: :func:`ray_reward_server` until SIGTERM or SIGINT, then
-    ``serve.shutdown()``. ``ready(base_url)`` is called once the replicas answer. Must be called
-    from the main thread: the two signal handlers are installed once Ray has started (Ray's
-    driver installs its own SIGTERM handler, which would end the process at once), and taken
-    away before Ray Serve and Ray are shut down."""
+    ``serve.shutdown()``. ``ready(server)`` (a :class:`RayRewardServer`) is called once the
+    replicas answer, as :func:`reward_plugins.serve.http.serve_until_signal` calls it with the
+    plain server. Must be called from the main thread: the two signal handlers are installed
+    once Ray has started (Ray's driver installs its own SIGTERM handler, which would end the
+    process at once), and taken away before Ray Serve and Ray are shut down."""
     with (
         ray_reward_server(
             config,
@@ -288,12 +305,12 @@ def run_on_ray_serve(
             address=address,
             cpus=cpus,
             quiet=quiet,
-        ) as url,
+        ) as server,
         _until_signal() as stop,
     ):
-        logger.info("serving rewards on Ray Serve at %s, %d replicas", url, replicas)
+        logger.info("serving rewards on Ray Serve at %s, %d replicas", server.base_url, replicas)
         if ready is not None:
-            ready(url)
+            ready(server)
         while not stop.wait(0.5):
             pass
 
