@@ -32,6 +32,7 @@ SLOW_MODULES = frozenset(
         "test_multiturn_config.py",  # verl's Hydra config, tool registry and reward managers
         "test_openrlhf.py",  # imports OpenRLHF (about 7 s), its reward executor
         "test_plugin_example.py",  # pip-installs the example plugin, then verl, TRL, OpenRLHF
+        "test_serve_ray.py",  # a local Ray instance, Ray Serve replicas and their scorer pools
         "test_search_tool.py",  # verl's tool registry, local retrieval servers
         "test_search_tool_limits.py",  # verl's tool registry, hostile local HTTP servers
         "test_retriever_index.py",  # tantivy index builds, fresh processes
