@@ -90,6 +90,16 @@ def overloaded(message: str) -> Refusal:
     return Refusal(HTTPStatus.SERVICE_UNAVAILABLE, message, [("Retry-After", "1")])
 
 
+def body_too_large(limit: int, declared: int | None = None) -> Refusal:
+    """The 413 of a body over ``limit`` bytes (``declared``: its announced ``Content-Length``)."""
+    size = f"{declared} bytes, over" if declared is not None else "over"
+    unit = "" if declared is not None else " bytes"
+    return Refusal(
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        f"the body is {size} {limit}{unit} (--max-body-mb)",
+    )
+
+
 class HttpServer:
     """Serves ``handler`` on one port within ``limits``; log lines go to ``logger``.
 
@@ -282,10 +292,7 @@ class HttpServer:
         limit = int(self.limits.max_body_mb * 2**20)
         declared = _header(request, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise Refusal(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"the body is {int(declared)} bytes, over {limit} (--max-body-mb)",
-            )
+            raise body_too_large(limit, int(declared))
         if connection.client_is_waiting_for_100_continue:
             await self._write(
                 connection, writer, h11.InformationalResponse(status_code=100, headers=[])
@@ -298,10 +305,7 @@ class HttpServer:
             if isinstance(event, h11.Data):
                 size += len(event.data)
                 if size > limit:
-                    raise Refusal(
-                        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                        f"the body is over {limit} bytes (--max-body-mb)",
-                    )
+                    raise body_too_large(limit)
                 parts.append(event.data)
             elif isinstance(event, h11.EndOfMessage):
                 return b"".join(parts)

@@ -33,7 +33,6 @@ import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -94,22 +93,14 @@ class RewardReplica:
     """
 
     def __init__(self, config: ServiceConfig, pool_options: Mapping[str, Any]) -> None:
-        from reward_plugins.serve.service import InProcessRows, RewardService
+        from reward_plugins.serve.service import RewardService, scorer_rows
 
         self._max_body = int(config.limits.max_body_mb * 2**20)
         self._replica = _replica_id()
-        self._pool: Any = None
-        if pool_options["workers"] == 0:
-            rows = InProcessRows(config.scorer)
-            self._service = RewardService(config, rows, stats=self._stats_of(rows.stats))
-            return
-        from reward_plugins.serve.pool import ScorerPool
-
-        self._pool = ScorerPool(config.scorer, **pool_options)
-        self._pool.start()
-        self._service = RewardService(
-            config, self._pool.score, stats=self._stats_of(self._pool.stats)
-        )
+        self._pool, rows, stats = scorer_rows(config, **pool_options)
+        if self._pool is not None:
+            self._pool.start()
+        self._service = RewardService(config, rows, stats=self._stats_of(stats))
 
     def _stats_of(self, stats: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
         """``stats`` (the pool's counters) with this replica's id and process id added."""
@@ -133,24 +124,18 @@ class RewardReplica:
 
     async def _body(self, request: Any) -> bytes:
         """The request's body, refused (413) as soon as it is known to be over the cap."""
-        from reward_plugins.serve.http import Refusal
+        from reward_plugins.serve.http import body_too_large
 
         limit = self._max_body
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise Refusal(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"the body is {int(declared)} bytes, over {limit} (--max-body-mb)",
-            )
+            raise body_too_large(limit, int(declared))
         parts: list[bytes] = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise Refusal(
-                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                    f"the body is over {limit} bytes (--max-body-mb)",
-                )
+                raise body_too_large(limit)
             parts.append(chunk)
         return b"".join(parts)
 

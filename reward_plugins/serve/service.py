@@ -52,7 +52,7 @@ from reward_plugins.results import Schema, keys_of, union
 from reward_plugins.router import check_options, result_schema, scorer_result_schema
 from reward_plugins.serve import protocols
 from reward_plugins.serve.http import Refusal, Request, overloaded
-from reward_plugins.serve.pool import Overloaded
+from reward_plugins.serve.pool import Overloaded, ScorerPool
 from reward_plugins.serve.rows import DEADLINE, Outcome, Row, ScoreRows
 
 logger = logging.getLogger(__name__)
@@ -351,6 +351,27 @@ class RewardService:
         }
 
 
+def scorer_rows(
+    config: ServiceConfig,
+    *,
+    workers: int = 1,
+    row_timeout: float = 10.0,
+    max_worker_rss_mb: float = 2048.0,
+) -> tuple[ScorerPool | None, ScoreRows, Callable[[], dict[str, Any]]]:
+    """What scores a server's rows: ``(pool, score_rows, stats)``, a
+    :class:`~reward_plugins.serve.pool.ScorerPool` of ``workers`` processes (not started yet),
+    or for ``workers=0`` no pool and :class:`InProcessRows` (no isolation)."""
+    if workers == 0:
+        in_process = InProcessRows(config.scorer)
+        return None, in_process, in_process.stats
+    from reward_plugins.serve.pool import ScorerPool
+
+    pool = ScorerPool(
+        config.scorer, workers=workers, row_timeout=row_timeout, max_worker_rss_mb=max_worker_rss_mb
+    )
+    return pool, pool.score, pool.stats
+
+
 class RewardServer:
     """A whole reward server: the scorer pool, a :class:`RewardService` and its
     :class:`~reward_plugins.serve.http.HttpServer`; :meth:`start` and :meth:`close` as the HTTP
@@ -374,21 +395,10 @@ class RewardServer:
         max_worker_rss_mb: float = 2048.0,
     ) -> None:
         from reward_plugins.serve.http import HttpServer
-        from reward_plugins.serve.pool import ScorerPool
 
-        self.pool: ScorerPool | None = None
-        if workers == 0:
-            in_process = InProcessRows(config.scorer)
-            score_rows: ScoreRows = in_process
-            stats = in_process.stats
-        else:
-            self.pool = ScorerPool(
-                config.scorer,
-                workers=workers,
-                row_timeout=row_timeout,
-                max_worker_rss_mb=max_worker_rss_mb,
-            )
-            score_rows, stats = self.pool.score, self.pool.stats
+        self.pool, score_rows, stats = scorer_rows(
+            config, workers=workers, row_timeout=row_timeout, max_worker_rss_mb=max_worker_rss_mb
+        )
         self.service = RewardService(config, score_rows, stats)
         self.http = HttpServer(self.service.handle, config.limits, logger)
 
