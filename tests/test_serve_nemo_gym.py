@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -221,6 +222,8 @@ def test_verify_answers_the_routers_values_and_stops_on_sigterm(
     assert status == 200
     assert answer["mask_sample"] is True
     assert answer["failure_kind"] == "reward_plugins:unknown_data_source"
+    # an environment's own kind: '<server>:<kind>' (nemo_gym/failure_kinds.py, _NAMESPACED_PATTERN)
+    assert re.fullmatch(r"[a-z][a-z0-9_]*:[a-z][a-z0-9_]*", answer["failure_kind"])
     assert "no_such_source" in answer["failure_reason"]
     keys = [item.key for item in result_schema("compute_score", "searchR1_nq", {})]
     assert answer["reward_components"] == dict.fromkeys(keys, 0.0)
