@@ -40,8 +40,10 @@ ADAPTER_FILES = {
     "verl": "adapters/verl_legacy_reward.py",
     "openrlhf": "adapters/openrlhf_reward.py",
     "tool-config": "data/tools/search.yaml",
+    "nemo-gym": "data/nemo_gym",  # NEMO_GYM_EXTRA_ROOTS: holds resources_servers/reward_plugins
 }
-"""Entry files that ``reward-plugins path TARGET`` locates, relative to the package directory."""
+"""Entry files (or, for NeMo-Gym, a component root) that ``reward-plugins path TARGET`` locates,
+relative to the package directory."""
 
 DEMO_SAMPLE = "sample_rollouts.jsonl"
 
@@ -700,7 +702,7 @@ def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import reward_plugins
 
     location = Path(reward_plugins.__file__).resolve().parent / ADAPTER_FILES[args.target]
-    if not location.is_file():
+    if not location.exists():
         return _error(
             f"the {args.target} entry file is not part of this installation: {location} "
             "does not exist",
