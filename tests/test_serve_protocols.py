@@ -238,6 +238,25 @@ def test_nemo_verify_echoes_the_request_with_reward_and_components() -> None:
     assert answer["reward"] == 1.0
     assert orjson.dumps(answer["reward_components"]) == orjson.dumps(result)
     assert "mask_sample" not in answer and "failure_kind" not in answer
+    # each key but score also at the top level, where NeMo-Gym's metrics look for numbers
+    assert {k: answer[k] for k in result if k != "score"} == {
+        k: v for k, v in result.items() if k != "score"
+    }
+    assert "score" not in answer
+
+
+def test_nemo_top_level_keys_never_overwrite_the_request() -> None:
+    request = {**nemo_request("<answer> Paris </answer>", "Paris"), "em": "the request's"}
+    answer = call(service(), "/verify", request)
+    assert answer["em"] == "the request's"
+    assert answer["reward_components"]["em"] == 1.0
+
+
+def test_nemo_session_paths_echo_the_session() -> None:
+    assert call(service(), "/seed_session", {"resources_session_id": "s1"}) == {
+        "resources_session_id": "s1"
+    }
+    assert call(service(), "/close_session", {}) == {}
 
 
 def test_nemo_ground_truth_wins_and_failures_mask_the_sample() -> None:

@@ -602,7 +602,9 @@ def nemo_failure_kind(reason: str) -> str:
 
 def nemo_answer(verify: Verify, scored: Scored, limits: BodyLimits) -> bytes:
     """The ``POST /verify`` answer: the request echoed, plus ``reward``,
-    ``reward_components`` and, on a failed row, ``mask_sample``, ``failure_kind`` and
+    ``reward_components``, each result key but ``score`` at the top level as well (where the
+    request has no field of that name: NeMo-Gym's metrics read top-level numbers, not
+    ``reward_components``) and, on a failed row, ``mask_sample``, ``failure_kind`` and
     ``failure_reason``.
 
     Raises:
@@ -612,9 +614,45 @@ def nemo_answer(verify: Verify, scored: Scored, limits: BodyLimits) -> bytes:
     answer = dict(verify.request)
     answer["reward"] = result["score"]
     answer["reward_components"] = result
+    for key, value in result.items():  # NeMo-Gym's metrics read numbers at the top level
+        if key != "score" and key not in answer:
+            answer[key] = value
     (outcome,) = scored.outcomes
     if isinstance(outcome, RowFailure):
         answer["mask_sample"] = True
         answer["failure_kind"] = nemo_failure_kind(outcome.reason)
         answer["failure_reason"] = outcome.detail
     return _capped(answer, limits)
+
+
+def nemo_session(body: bytes) -> bytes:
+    """``POST /seed_session`` and ``/close_session``: a scorer keeps no state per rollout, so
+    the ``resources_session_id`` (if any) is echoed, as NeMo-Gym's stateless servers do
+    (``SimpleResourcesServer`` in ``nemo_gym/base_resources_server.py``); its
+    ``simple_agent`` calls ``/seed_session`` before every rollout and fails on a 404."""
+    session = load_body(body).get("resources_session_id")
+    return orjson.dumps({} if session is None else {"resources_session_id": session})
+
+
+def nemo_aggregate_metrics(body: bytes) -> bytes:
+    """``POST /aggregate_metrics`` (NeMo-Gym's rollout collector, after a collection):
+    ``mean/reward`` over the verify responses not masked, and, when some are,
+    ``coverage/measured_rollouts`` and ``coverage/masked_rollouts`` (the names of
+    ``nemo_gym/reward_profile.py``), as ``agent_metrics`` and ``key_metrics``.
+
+    Raises:
+        Refusal: 400, ``verify_responses`` is not a list of objects with a numeric reward.
+    """
+    responses = load_body(body).get("verify_responses")
+    if not isinstance(responses, list) or not all(isinstance(r, dict) for r in responses):
+        raise _refuse(HTTPStatus.BAD_REQUEST, "'verify_responses' must be a list of objects")
+    scored = [r.get("reward") for r in responses if not r.get("mask_sample")]
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in scored):
+        raise _refuse(HTTPStatus.BAD_REQUEST, "'verify_responses': a 'reward' is not a number")
+    metrics: dict[str, Any] = {}
+    if scored:
+        metrics["mean/reward"] = math.fsum(scored) / len(scored)
+    if len(scored) < len(responses):
+        metrics["coverage/measured_rollouts"] = len(scored)
+        metrics["coverage/masked_rollouts"] = len(responses) - len(scored)
+    return orjson.dumps({"agent_metrics": metrics, "key_metrics": metrics})

@@ -2,7 +2,9 @@
 (:class:`~reward_plugins.serve.http.HttpServer`, or a Ray Serve deployment).
 
 Paths: ``POST /score`` (native), ``POST /get_reward`` (OpenRLHF), ``POST /verify``
-(NeMo-Gym), each shaped by :mod:`reward_plugins.serve.protocols`; ``GET /health`` (status, the
+(NeMo-Gym, with the resources-server paths its agents also call: ``/seed_session``,
+``/close_session``, ``/aggregate_metrics``), each shaped by
+:mod:`reward_plugins.serve.protocols`; ``GET /health`` (status, the
 pool's stats, the counters, the limits) and ``GET /scorers`` (the served scorer, its options,
 its result schema, and every registered scorer name). Another method on a known path is 405
 (with ``Allow``), an unknown path 404; every refusal is a one-line ``{"error": ...}``.
@@ -62,10 +64,14 @@ OPENRLHF_PATH = "/get_reward"
 NEMO_PATH = "/verify"
 HEALTH_PATH = "/health"
 SCORERS_PATH = "/scorers"
+NEMO_SESSION_PATHS = ("/seed_session", "/close_session")
+NEMO_METRICS_PATH = "/aggregate_metrics"
 METHODS: Mapping[str, str] = {
     SCORE_PATH: "POST",
     OPENRLHF_PATH: "POST",
     NEMO_PATH: "POST",
+    **dict.fromkeys(NEMO_SESSION_PATHS, "POST"),
+    NEMO_METRICS_PATH: "POST",
     HEALTH_PATH: "GET",
     SCORERS_PATH: "GET",
 }
@@ -256,6 +262,10 @@ class RewardService:
             verify = protocols.parse_nemo(request.body, limits, self.default_source)
             scored = await self._score([verify.row], self.options)
             return protocols.nemo_answer(verify, scored, limits)
+        if request.path in NEMO_SESSION_PATHS:
+            return protocols.nemo_session(request.body)
+        if request.path == NEMO_METRICS_PATH:
+            return protocols.nemo_aggregate_metrics(request.body)
         if request.path == HEALTH_PATH:
             return orjson.dumps(self.health())
         return orjson.dumps(self.scorers())

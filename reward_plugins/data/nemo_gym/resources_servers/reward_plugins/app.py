@@ -8,13 +8,11 @@ Its block (``<id>.resources_servers.reward_plugins``, see ``configs/reward_plugi
 the ``host`` and ``port`` NeMo-Gym chose and the scorer's settings: ``scorer``, ``options``,
 ``data_source``, ``workers``, ``row_timeout``, ``fallback_reward`` and ``limits``.
 
-The server is reward-plugins' own (:class:`reward_plugins.serve.service.RewardServer`): its
-``/verify`` is documented in :mod:`reward_plugins.serve.protocols`. NeMo-Gym's agents also call
-a resources server's ``/seed_session`` before a rollout and ``/aggregate_metrics`` after a
-collection (``responses_api_agents/simple_agent/app.py``); this file answers those, and
-``/close_session``, as a stateless server does (``nemo_gym/base_resources_server.py``:
-``SimpleResourcesServer``), and hands every other path to the reward server. It stops on
-SIGTERM (how NeMo-Gym stops its servers), its scorer processes with it.
+The server is reward-plugins' own (:class:`reward_plugins.serve.service.RewardServer`, as
+``reward-plugins serve-rewards`` runs it): its ``/verify``, and the ``/seed_session``,
+``/close_session`` and ``/aggregate_metrics`` that NeMo-Gym's agents also call, are documented
+in :mod:`reward_plugins.serve.protocols`. It stops on SIGTERM (how NeMo-Gym stops its
+servers), its scorer processes with it.
 """
 
 from __future__ import annotations
@@ -23,15 +21,12 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from http import HTTPStatus
 from typing import Any
 
-import orjson
 import yaml
 
 from reward_plugins.errors import InvalidInput, RewardPluginsError
-from reward_plugins.serve.http import Handler, HttpServer, Refusal, Request, serve_until_signal
-from reward_plugins.serve.protocols import load_body
+from reward_plugins.serve.http import serve_until_signal
 from reward_plugins.serve.service import RewardServer, ServiceConfig, ServiceLimits
 
 CONFIG_DICT_VARIABLE = "NEMO_GYM_CONFIG_DICT"
@@ -71,7 +66,7 @@ def server_block(environ: Mapping[str, str]) -> dict[str, Any]:
 
 
 def reward_server(block: Mapping[str, Any]) -> RewardServer:
-    """The reward server a block configures, answering NeMo-Gym's session and metrics paths.
+    """The reward server a block configures.
 
     Raises:
         InvalidInput, UnknownScorer, UnknownDataSource, InvalidOption, PoolError: a setting is
@@ -92,13 +87,11 @@ def reward_server(block: Mapping[str, Any]) -> RewardServer:
         fallback_reward=_setting(settings, "fallback_reward", 0.0),
         limits=limits,
     )
-    server = RewardServer(
+    return RewardServer(
         config,
         workers=int(_setting(settings, "workers", 2)),
         row_timeout=_setting(settings, "row_timeout", 10.0),
     )
-    server.http = HttpServer(NemoGymPaths(server.service.handle).handle, limits, logger)
-    return server
 
 
 def _setting(settings: Mapping[str, Any], name: str, default: float) -> float:
@@ -108,51 +101,6 @@ def _setting(settings: Mapping[str, Any], name: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInput(f"{name}: expected a number, got {value!r} ({type(value).__name__})")
     return value
-
-
-class NemoGymPaths:
-    """NeMo-Gym's resources-server paths that are not scoring: ``/seed_session`` and
-    ``/close_session`` (no per-rollout state: the session id is echoed) and
-    ``/aggregate_metrics`` (``mean/reward`` over the unmasked verify responses, and the
-    ``coverage/*`` counts when some are masked, as ``nemo_gym/reward_profile.py`` names them);
-    every other request goes to ``handle``."""
-
-    def __init__(self, handle: Handler) -> None:
-        self.service_handle = handle
-
-    async def handle(self, request: Request) -> bytes:
-        """Answer one request (a :data:`~reward_plugins.serve.http.Handler`)."""
-        if request.path not in ("/seed_session", "/close_session", "/aggregate_metrics"):
-            return await self.service_handle(request)
-        if request.method != "POST":
-            raise Refusal(
-                HTTPStatus.METHOD_NOT_ALLOWED, f"{request.path}: use POST", [("Allow", "POST")]
-            )
-        body = load_body(request.body)
-        if request.path != "/aggregate_metrics":
-            session = body.get("resources_session_id")
-            return orjson.dumps({} if session is None else {"resources_session_id": session})
-        return orjson.dumps(aggregate_metrics(body.get("verify_responses")))
-
-
-def aggregate_metrics(responses: Any) -> dict[str, Any]:
-    """NeMo-Gym's ``AggregateMetrics`` of verify responses (see :class:`NemoGymPaths`).
-
-    Raises:
-        Refusal: 400, ``verify_responses`` is not a list of objects with a numeric reward.
-    """
-    if not isinstance(responses, list) or not all(isinstance(r, dict) for r in responses):
-        raise Refusal(HTTPStatus.BAD_REQUEST, "'verify_responses' must be a list of objects")
-    scored = [r.get("reward") for r in responses if not r.get("mask_sample")]
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in scored):
-        raise Refusal(HTTPStatus.BAD_REQUEST, "'verify_responses': a 'reward' is not a number")
-    metrics: dict[str, Any] = {}
-    if scored:
-        metrics["mean/reward"] = sum(scored) / len(scored)
-    if len(scored) < len(responses):
-        metrics["coverage/measured_rollouts"] = len(scored)
-        metrics["coverage/masked_rollouts"] = len(responses) - len(scored)
-    return {"agent_metrics": metrics, "key_metrics": dict(metrics)}
 
 
 def main() -> None:
