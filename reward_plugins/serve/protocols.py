@@ -333,6 +333,8 @@ def _wrong_type(where: str, expected: str, value: Any) -> Refusal:
 ROW_FIELDS = ("data_source", "solution_str", "ground_truth", "extra_info")
 """The fields of a native row."""
 
+_ROW_FIELD_SET = frozenset(ROW_FIELDS)
+
 BODY_FIELDS = ("rows", "options")
 """The fields of a native request."""
 
@@ -369,35 +371,38 @@ def parse_native(body: bytes, limits: BodyLimits, default_source: str | None) ->
 
 
 def _native_row(index: int, raw: Any, limits: BodyLimits, default_source: str | None) -> Row:
-    where = f"row {index}"
     if not isinstance(raw, dict):
-        raise _wrong_type(where, "an object", raw)
-    unknown = sorted(set(raw) - set(ROW_FIELDS))
-    if unknown:
+        raise _wrong_type(f"row {index}", "an object", raw)
+    if not raw.keys() <= _ROW_FIELD_SET:
+        unknown = sorted(set(raw) - _ROW_FIELD_SET)
         raise _refuse(
             HTTPStatus.BAD_REQUEST,
-            f"{where}: unknown field {unknown[0]!r:.80}; the fields are {', '.join(ROW_FIELDS)}",
+            f"row {index}: unknown field {unknown[0]!r:.80}; the fields are "
+            f"{', '.join(ROW_FIELDS)}",
         )
     source = raw.get("data_source")
     if source is None:
         if default_source is None:
             raise _refuse(
                 HTTPStatus.BAD_REQUEST,
-                f"{where}: 'data_source' is missing and the server has no --data-source",
+                f"row {index}: 'data_source' is missing and the server has no --data-source",
             )
         source = default_source
     elif not isinstance(source, str):
-        raise _wrong_type(f"{where}: 'data_source'", "a string", source)
+        raise _wrong_type(f"row {index}: 'data_source'", "a string", source)
     response = raw.get("solution_str")
     if not isinstance(response, str):
-        raise _wrong_type(f"{where}: 'solution_str'", "a string", response)
+        raise _wrong_type(f"row {index}: 'solution_str'", "a string", response)
     if "ground_truth" not in raw:
-        raise _refuse(HTTPStatus.BAD_REQUEST, f"{where}: 'ground_truth' is missing")
+        raise _refuse(HTTPStatus.BAD_REQUEST, f"row {index}: 'ground_truth' is missing")
     extra_info = raw.get("extra_info")
     if extra_info is not None and not isinstance(extra_info, dict):
-        raise _wrong_type(f"{where}: 'extra_info'", "an object or null", extra_info)
+        raise _wrong_type(f"row {index}: 'extra_info'", "an object or null", extra_info)
+    longest = limits.max_string_chars
     for name in ROW_FIELDS:
-        check_value(raw.get(name), f"{where}: {name!r}", limits)
+        value = raw.get(name)
+        if value is not None and (type(value) is not str or len(value) > longest):
+            check_value(value, f"row {index}: {name!r}", limits)
     return Row(source, response, raw["ground_truth"], extra_info)
 
 
