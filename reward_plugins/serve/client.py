@@ -380,7 +380,10 @@ class _Servers:
         self._down_until[index] = 0.0
 
 
-class _Retryable(Exception):
+class _Retryable(RemoteScoringError):
+    """One attempt failed in a way another attempt (on the next URL) may not: retried, never
+    raised to the caller."""
+
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
