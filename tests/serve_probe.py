@@ -22,10 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 PROBE = "pool_probe"
 
 
-@contextlib.contextmanager
-def probe_installed(site: Path) -> Iterator[None]:
-    """The probe installed from ``site`` (an empty directory) for the block; the registry is
-    restored afterwards, so the probe does not show up in other modules' tests."""
+def write_probe_site(site: Path) -> str:
+    """The probe's entry point written to ``site`` (an empty directory); the ``PYTHONPATH``
+    under which a process finds this checkout's package and the probe."""
     dist_info = site / "rp_pool_probe-1.0.dist-info"
     dist_info.mkdir()
     (dist_info / "METADATA").write_text(
@@ -34,6 +33,14 @@ def probe_installed(site: Path) -> Iterator[None]:
     (dist_info / "entry_points.txt").write_text(
         "[reward_plugins]\npool_probe = rp_pool_probe\n", encoding="utf-8"
     )
+    return os.pathsep.join(map(str, (REPO, PLUGINS, site)))
+
+
+@contextlib.contextmanager
+def probe_installed(site: Path) -> Iterator[None]:
+    """The probe installed from ``site`` (an empty directory) for the block; the registry is
+    restored afterwards, so the probe does not show up in other modules' tests."""
+    python_path = write_probe_site(site)
     registry.registered()  # the built-ins are part of the snapshot
     scorers = {source: dict(by_name) for source, by_name in registry._scorers.items()}
     loaded = set(registry._loaded_modules)
@@ -41,7 +48,7 @@ def probe_installed(site: Path) -> Iterator[None]:
     routers = dict(router_module._routers)
     try:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("PYTHONPATH", os.pathsep.join(map(str, (REPO, PLUGINS, site))))
+            patch.setenv("PYTHONPATH", python_path)
             patch.syspath_prepend(str(site))
             patch.syspath_prepend(str(PLUGINS))
             registry.load_plugins()  # as a process started now would: the probe is found

@@ -8,6 +8,7 @@ The command prints ``serving SCORER (...) at URL`` once it answers; the tests re
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serve_probe import PROBE, write_probe_site
 
 from reward_plugins.router import route, scorer_result_schema
 from reward_plugins.serve.protocols import response_text
@@ -136,6 +139,23 @@ def routed(responses: list[str], options: dict[str, Any] | None = None,
             for i, r in enumerate(responses)]  # fmt: skip
 
 
+def probe(response: str) -> dict[str, Any]:
+    return {"data_source": PROBE, "solution_str": response, "ground_truth": ["paris"]}
+
+
+def post_raw(url: str, rows: list[dict[str, Any]]) -> int | str:
+    """The status of a ``/score`` request, or the name of the error that ended it."""
+    try:
+        return request(url, {"rows": rows})[0]
+    except (OSError, http.client.HTTPException) as error:
+        return type(error).__name__
+
+
+def health_busy(url: str) -> bool:
+    """Whether the server's pool has a row pending (the waiting client's)."""
+    return bool(request(url + "/health")[1]["pool"]["rows_pending"])
+
+
 # --- every path, the default server --------------------------------------------------------
 
 
@@ -210,15 +230,30 @@ def test_health_and_scorers(served: Served) -> None:
     assert health["limits"]["max_rows"] == 16384 and health["refused"] == {}
 
 
-def test_sigterm_stops_cleanly_and_leaves_no_worker(env: dict[str, str]) -> None:
-    server = start(["--workers", "2"], env)
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_it_cleanly_mid_request(
+    env: dict[str, str], tmp_path: Path, how: int
+) -> None:
+    """Stopped while a worker is stuck on a row (the probe's ``HANG``) and a client waits."""
+    probe_env = {**env, "PYTHONPATH": write_probe_site(tmp_path)}
+    server = start(["--workers", "2", "--scorer", PROBE, "--row-timeout", "60"], probe_env)
+    waiting: list[Any] = []
     try:
-        assert request(server.url + "/score", {"rows": native_rows(RESPONSES[:1])})[0] == 200
+        assert request(server.url + "/score", {"rows": [probe("paris")]})[0] == 200
         workers = children_of(server.process.pid, b"spawn_main")
         assert len(workers) == 2 and all(alive(pid) for pid in workers)
         children = children_of(server.process.pid)  # the workers, and any helper process
+        client = threading.Thread(
+            target=lambda: waiting.append(post_raw(server.url + "/score", [probe("HANG")]))
+        )
+        client.start()
+        until = time.monotonic() + 30
+        while not health_busy(server.url) and time.monotonic() < until:
+            time.sleep(0.05)
     finally:
-        code, stderr = server.stop(signal.SIGTERM)
+        code, stderr = server.stop(how)
+    client.join(timeout=30)
+    assert waiting and waiting[0] != 200  # the waiting client is let go, not answered 200
     assert code == 0 and "Traceback" not in stderr and stderr == "", stderr
     assert not any(alive(pid) for pid in workers)  # stopped before the server exited
     # multiprocessing's resource tracker ends once it reads the server's end of its pipe
