@@ -76,7 +76,7 @@ def expected(responses: list[str], gold: str = "paris") -> list[dict[str, Any]]:
 def pool_stats(server: RewardServer) -> dict[str, Any]:
     status, health, _ = post(server.base_url + "/health")
     assert status == 200
-    return health["pool"]  # type: ignore[no-any-return]
+    return health["pool"]
 
 
 @pytest.fixture(scope="module", autouse=True)
