@@ -263,6 +263,30 @@ def test_a_signal_stops_it_cleanly_mid_request(
     assert not any(alive(pid) for pid in children)
 
 
+def test_a_signal_stops_an_in_process_server_stuck_on_a_row(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """``--workers 0``: the hung row holds a thread of the server, which still stops."""
+    probe_env = {**env, "PYTHONPATH": write_probe_site(tmp_path)}
+    server = start(["--workers", "0", "--scorer", PROBE, "--request-timeout", "600"], probe_env)
+    waiting: list[Any] = []
+    try:
+        client = threading.Thread(
+            target=lambda: waiting.append(post_raw(server.url + "/score", [probe("HANG")]))
+        )
+        client.start()
+        until = time.monotonic() + 30
+        while request(server.url + "/health")[1]["requests"].get("/score") != 1:
+            assert time.monotonic() < until
+            time.sleep(0.05)
+        time.sleep(0.2)  # the row is in the scorer's sleep
+    finally:
+        code, stderr = server.stop(signal.SIGTERM)
+    client.join(timeout=30)
+    assert code == 0 and stderr == "", stderr
+    assert waiting and waiting[0] != 200
+
+
 # --- the options reach the scorer ----------------------------------------------------------
 
 
