@@ -84,9 +84,15 @@ class Served:
         self.process, self.line, self.url = process, line, url
 
     def stop(self, how: int = signal.SIGTERM) -> tuple[int, str]:
-        """Send ``how``; the exit status and stderr."""
+        """Send ``how``; the exit status and stderr (killed, and the test failed, when it does
+        not stop)."""
         self.process.send_signal(how)
-        _, stderr = self.process.communicate(timeout=60)
+        try:
+            _, stderr = self.process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate(timeout=30)
+            raise
         return self.process.returncode, stderr
 
 
