@@ -83,10 +83,14 @@ class Served:
     def __init__(self, process: subprocess.Popen[str], line: str, url: str) -> None:
         self.process, self.line, self.url = process, line, url
 
-    def stop(self, how: int = signal.SIGTERM) -> tuple[int, str]:
-        """Send ``how``; the exit status and stderr (killed, and the test failed, when it does
-        not stop)."""
-        self.process.send_signal(how)
+    def stop(self, how: int = signal.SIGTERM, group: bool = False) -> tuple[int, str]:
+        """Send ``how`` to the server, or to its process group (as a terminal's Ctrl-C does:
+        the workers get it too); the exit status and stderr (killed, and the test failed, when
+        it does not stop)."""
+        if group:
+            os.killpg(self.process.pid, how)
+        else:
+            self.process.send_signal(how)
         try:
             _, stderr = self.process.communicate(timeout=60)
         except subprocess.TimeoutExpired:
@@ -109,7 +113,7 @@ def start(arguments: list[str], env: dict[str, str]) -> Served:
     """``serve-rewards --port 0 ARGUMENTS``, once it printed its ``serving`` line."""
     process = subprocess.Popen(
         command(["--port", "0", *arguments]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=env, cwd=REPO,
+        text=True, env=env, cwd=REPO, start_new_session=True,
     )  # fmt: skip
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -236,9 +240,11 @@ def test_health_and_scorers(served: Served) -> None:
     assert health["limits"]["max_rows"] == 16384 and health["refused"] == {}
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(
+    ("how", "group"), [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)]
+)
 def test_a_signal_stops_it_cleanly_mid_request(
-    env: dict[str, str], tmp_path: Path, how: int
+    env: dict[str, str], tmp_path: Path, how: int, group: bool
 ) -> None:
     """Stopped while a worker is stuck on a row (the probe's ``HANG``) and a client waits."""
     probe_env = {**env, "PYTHONPATH": write_probe_site(tmp_path)}
@@ -257,7 +263,7 @@ def test_a_signal_stops_it_cleanly_mid_request(
         while not health_busy(server.url) and time.monotonic() < until:
             time.sleep(0.05)
     finally:
-        code, stderr = server.stop(how)
+        code, stderr = server.stop(how, group)
     client.join(timeout=30)
     assert waiting and waiting[0] != 200  # the waiting client is let go, not answered 200
     assert code == 0 and "Traceback" not in stderr and stderr == "", stderr
