@@ -856,11 +856,14 @@ SERVE_SETTINGS = ("fallback_reward", "scores_key", "row_timeout", "max_worker_rs
 
 
 def _as_option(message: str, settings: Sequence[str]) -> str:
-    """``message`` with its leading setting name (``row_timeout must ...``) spelt as the
-    option that sets it (``--row-timeout must ...``)."""
+    """``message`` with the settings it names (``row_timeout must ...``, ``over
+    max_worker_rss_mb=1``) spelt as the options that set them (``--row-timeout``,
+    ``--max-worker-rss-mb``)."""
     for name in settings:
-        if message.startswith(name) and message[len(name) : len(name) + 1] in (":", " ", "="):
-            return "--" + name.replace("_", "-") + message[len(name) :]
+        option = "--" + name.replace("_", "-")
+        if message.startswith(name) and message[len(name) : len(name) + 1] in (":", " "):
+            message = option + message[len(name) :]
+        message = message.replace(f" {name}=", f" {option}=")
     return message
 
 

@@ -383,6 +383,7 @@ def test_a_recipe_shipped_or_a_file(env: dict[str, str], tmp_path: Path) -> None
         (["--scores-key", "zzz"], "--scores-key: 'zzz' is not a result key of compute_score"),
         (["--fallback-reward", "nan"], "--fallback-reward: expected a finite number, got nan"),
         (["--row-timeout", "0"], "--row-timeout must be a number > 0"),
+        (["--max-worker-rss-mb", "1", "--workers", "1"], "a fresh worker already uses"),
     ],
 )  # fmt: skip
 def test_usage_errors_are_one_line(
@@ -396,6 +397,8 @@ def test_usage_errors_are_one_line(
     lines = result.stderr.splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"reward-plugins: error: serve-rewards: {message}"), lines
+    for setting in ("_timeout", "_reward", "_key", "_rss_mb"):  # options, not field names
+        assert setting not in lines[0], lines
 
 
 def test_a_port_in_use_is_one_line(tmp_path: Path, env: dict[str, str]) -> None:
