@@ -851,10 +851,26 @@ def _serve_rewards(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                 server = RewardServer(config, **pool)
                 serve_until_signal(server, args.host, args.port, _announce(scorer, pool))
     except (ImportError, RewardPluginsError) as error:
-        return _error(f"serve-rewards: {error}", 2)
+        return _error(f"serve-rewards: {_as_option(str(error), SERVE_SETTINGS)}", 2)
     except OSError as error:
         return _error(f"serve-rewards: {args.host}:{args.port}: {error.strerror or error}", 2)
     return 0
+
+
+SERVE_SETTINGS = ("fallback_reward", "scores_key", "row_timeout", "max_worker_rss_mb")
+"""The ``serve-rewards`` settings checked by the server and its pool, whose errors name them."""
+
+
+def _as_option(message: str, settings: Sequence[str]) -> str:
+    """``message`` with the settings it names (``row_timeout must ...``, ``over
+    max_worker_rss_mb=1``) spelt as the options that set them (``--row-timeout``,
+    ``--max-worker-rss-mb``)."""
+    for name in settings:
+        option = "--" + name.replace("_", "-")
+        if message.startswith(name) and message[len(name) : len(name) + 1] in (":", " "):
+            message = option + message[len(name) :]
+        message = message.replace(f" {name}=", f" {option}=")
+    return message
 
 
 def _announce(scorer: str, pool: Mapping[str, Any], prefix: str = "") -> Callable[[Any], None]:

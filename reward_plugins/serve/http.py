@@ -416,8 +416,13 @@ def _log_loop_error(
     loop: asyncio.AbstractEventLoop, context: dict[str, Any], logger: logging.Logger
 ) -> None:
     """The event loop's errors (e.g. out of file descriptors on accept) in one line each, at
-    most one line per second per message: the loop reports each failed accept of a burst."""
+    most one line per second per message: the loop reports each failed accept of a burst. A
+    cancellation is not an error."""
     error = context.get("exception")
+    if isinstance(error, asyncio.CancelledError):
+        # a connection handler cancelled by close(): Python 3.11's start_server callback asks
+        # the cancelled task for its exception and reports the CancelledError (3.12 does not)
+        return
     message = str(context.get("message", "event loop error"))
     now = loop.time()
     last, quiet = _loop_errors.get(message, (-1.0, 0))

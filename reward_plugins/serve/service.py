@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -147,10 +148,10 @@ class ServiceConfig:
 
 
 class InProcessRows:
-    """A :data:`~reward_plugins.serve.rows.ScoreRows` scoring in this process, in one thread
-    per request (``workers=0``): no isolation, a scorer that hangs holds its thread and one
-    that crashes takes the server down; rows not started by the deadline fail as
-    ``deadline``."""
+    """A :data:`~reward_plugins.serve.rows.ScoreRows` scoring in this process, in one daemon
+    thread per request (``workers=0``): no isolation, a scorer that hangs holds its thread
+    (the server still stops: the thread is not waited for) and one that crashes takes the
+    server down; rows not started by the deadline fail as ``deadline``."""
 
     def __init__(self, scorer: str) -> None:
         self.scorer = scorer
@@ -160,7 +161,29 @@ class InProcessRows:
     async def __call__(
         self, rows: Sequence[Row], options: Mapping[str, Any], deadline: float | None = None
     ) -> list[Outcome]:
-        outcomes = await asyncio.to_thread(self._score, rows, options, deadline)
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[list[Outcome]] = loop.create_future()
+
+        def settle(outcomes: list[Outcome] | None, error: BaseException | None) -> None:
+            if answer.done():  # the request was cancelled meanwhile
+                return
+            if error is not None:
+                answer.set_exception(error)
+            else:
+                answer.set_result(outcomes or [])
+
+        def run() -> None:
+            try:
+                outcomes, error = self._score(rows, options, deadline), None
+            except BaseException as raised:  # handed to the request, raised there
+                outcomes, error = None, raised
+            with contextlib.suppress(RuntimeError):  # the loop closed: the server stopped
+                loop.call_soon_threadsafe(settle, outcomes, error)
+
+        # not asyncio.to_thread: its executor is joined when the loop ends, so a hung row
+        # would keep a stopped server from exiting
+        threading.Thread(target=run, name="reward-plugins-in-process", daemon=True).start()
+        outcomes = await answer
         self.rows += len(outcomes)
         self.failures.update(o.reason for o in outcomes if isinstance(o, RowFailure))
         return outcomes

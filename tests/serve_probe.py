@@ -1,0 +1,64 @@
+"""The misbehaving probe plugin (``tests/serve_plugins/rp_pool_probe.py``) installed as a third
+party's plugin is: by an entry point of the group ``reward_plugins`` in a ``.dist-info``
+directory written to a temporary directory, put on ``PYTHONPATH`` (inherited by worker
+processes) and on ``sys.path`` (for this process, which computes expected values in-process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reward_plugins import registry
+from reward_plugins import router as router_module
+
+PLUGINS = Path(__file__).resolve().parent / "serve_plugins"
+REPO = Path(__file__).resolve().parents[1]
+PROBE = "pool_probe"
+
+
+def write_probe_site(site: Path) -> str:
+    """The probe's entry point written to ``site`` (an empty directory); the ``PYTHONPATH``
+    under which a process finds this checkout's package and the probe."""
+    dist_info = site / "rp_pool_probe-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: rp-pool-probe\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (dist_info / "entry_points.txt").write_text(
+        "[reward_plugins]\npool_probe = rp_pool_probe\n", encoding="utf-8"
+    )
+    return os.pathsep.join(map(str, (REPO, PLUGINS, site)))
+
+
+@contextlib.contextmanager
+def probe_installed(site: Path) -> Iterator[None]:
+    """The probe installed from ``site`` (an empty directory) for the block; the registry is
+    restored afterwards, so the probe does not show up in other modules' tests."""
+    python_path = write_probe_site(site)
+    registry.registered()  # the built-ins are part of the snapshot
+    scorers = {source: dict(by_name) for source, by_name in registry._scorers.items()}
+    loaded = set(registry._loaded_modules)
+    entry_points_loaded = registry._entry_points_loaded
+    routers = dict(router_module._routers)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("PYTHONPATH", python_path)
+            patch.syspath_prepend(str(site))
+            patch.syspath_prepend(str(PLUGINS))
+            registry.load_plugins()  # as a process started now would: the probe is found
+            yield
+    finally:
+        registry._scorers.clear()
+        registry._scorers.update(scorers)
+        registry._loaded_modules.clear()
+        registry._loaded_modules.update(loaded)
+        registry._entry_points_loaded = entry_points_loaded
+        router_module._routers.clear()
+        router_module._routers.update(routers)
+        sys.modules.pop("rp_pool_probe", None)
