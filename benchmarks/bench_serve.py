@@ -16,7 +16,9 @@ deployment on a local Ray), queried on loopback the way each client sends a batc
   64 calls in flight, as its single-turn executor calls it when each rollout ends;
 - ``nemo-gym``: one ``POST /verify`` per row, 64 in flight (NeMo-Gym verifies each rollout).
 
-Latency is per row: from its call to its answer. Each scenario runs ``--repeats`` times after a
+Latency is per row: from its call to its answer. Per phase, in the benchmark's own process:
+parsing and checking one native body of every row, scoring it through a pool of 1 and 2
+workers, and shaping the answer. Each scenario runs ``--repeats`` times after a
 warm-up; rows/s is the median run, p50/p99 over every row of every run. ``peak MB`` is the
 server's private RSS (``Private_Clean + Private_Dirty``, summed over the server and its worker
 processes), sampled every 50 ms.
@@ -237,6 +239,44 @@ def in_process(rows: list[Row], repeats: int) -> dict[str, float]:
     return figures(rows, walls, latencies, peak=0.0)
 
 
+def phases(rows: list[Row], repeats: int) -> dict[str, float]:
+    """Milliseconds per phase of one native request of every row, in this process, best of
+    ``repeats``: parsing and checking the body, scoring through a pool of 1 and of 2 workers,
+    and shaping the answer."""
+    import orjson
+
+    from reward_plugins.results import keys_of
+    from reward_plugins.router import result_schema
+    from reward_plugins.serve import protocols
+    from reward_plugins.serve.pool import ScorerPool
+    from reward_plugins.serve.service import ServiceLimits
+
+    limits = ServiceLimits()
+    body = orjson.dumps(
+        {"rows": [{"data_source": s, "solution_str": r, "ground_truth": t} for s, r, t in rows]}
+    )
+
+    def best(work: Callable[[], Any]) -> tuple[float, Any]:
+        times, out = [], None
+        for _ in range(repeats):
+            began = time.perf_counter()
+            out = work()
+            times.append(time.perf_counter() - began)
+        return 1000 * min(times), out
+
+    found = {"body_mb": len(body) / 2**20}
+    found["parse_ms"], batch = best(lambda: protocols.parse_native(body, limits, None))
+    for workers in (1, 2):
+        with ScorerPool(SCORER, workers=workers) as pool:
+            asyncio.run(pool.score(batch.rows, {}))  # warm-up
+            took, outcomes = best(lambda: asyncio.run(pool.score(batch.rows, {})))
+        found[f"pool_{workers}_ms"] = took
+    keys = keys_of(result_schema(SCORER, rows[0][0], {}))
+    scored = protocols.Scored(keys, outcomes, 0.0)
+    found["answer_ms"], _ = best(lambda: protocols.native_answer(scored, limits))
+    return found
+
+
 def figures(rows: list[Row], walls: list[float], latencies: list[float], peak: float) -> dict:
     return {
         "rows_per_s": len(rows) / statistics.median(walls),
@@ -294,6 +334,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the figures")
     args = parser.parse_args()
     rows = make_rows(args.seed)
+    per_phase = phases(rows, args.repeats)
     results = {"in-process": in_process(rows, args.repeats)}
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "server.log"
@@ -308,8 +349,14 @@ def main() -> None:
             results.update({f"ray serve 2x1, {name}": f for name, f in found.items()})
     print(f"{len(rows)} rows ({PROMPTS} prompts x {SAMPLES}), scorer {SCORER}")
     print(table(results))
+    print(
+        "one native request of every row ({body_mb:.1f} MB), in this process, ms: parse "
+        "{parse_ms:.0f}, pool of 1 worker {pool_1_ms:.0f}, of 2 workers {pool_2_ms:.0f}, "
+        "answer {answer_ms:.0f}".format(**per_phase)
+    )
     if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        figures_out = {"scenarios": results, "phases_ms": per_phase}
+        args.json.write_text(json.dumps(figures_out, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -628,11 +628,11 @@ def scorer_names() -> tuple[str, ...]:
 
 def _unknown_scorer_message(name: object) -> str:
     names = sorted({n for by_name in _scorers.values() for n in by_name})
-    message = f"no scorer is registered as {name!r}"
+    message = f"no scorer is registered as {name!r}."
     if isinstance(name, str):
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
         if close:
-            message += f"; did you mean {close[0]!r}?"
+            message = f"{message[:-1]}; did you mean {close[0]!r}?"
     return f"{message} Registered scorers: {', '.join(names) or '(none)'}{_broken_note()}"
 
 

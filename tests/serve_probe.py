@@ -62,3 +62,28 @@ def probe_installed(site: Path) -> Iterator[None]:
         router_module._routers.clear()
         router_module._routers.update(routers)
         sys.modules.pop("rp_pool_probe", None)
+
+
+def children_of(pid: int, marker: bytes = b"") -> list[int]:
+    """The processes whose parent is ``pid`` and whose command line holds ``marker``
+    (``spawn_main``: a pool's workers; multiprocessing's resource tracker is another child)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                line = (entry / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid and marker in line:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_probe import PROBE, write_probe_site
+from serve_probe import PROBE, alive, children_of, write_probe_site
 
 from reward_plugins.router import route, scorer_result_schema
 from reward_plugins.serve.protocols import response_text
@@ -51,30 +51,6 @@ def request(url: str, body: Any = None, timeout: float = 60) -> tuple[int, Any]:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
-
-
-def children_of(pid: int, marker: bytes = b"") -> list[int]:
-    """The processes whose parent is ``pid`` and whose command line holds ``marker``
-    (``spawn_main``: the server's workers; multiprocessing's resource tracker is another)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                line = (entry / "cmdline").read_bytes()
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == pid and marker in line:
-                found.append(int(entry.name))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 class Served:

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 import yaml
+from serve_probe import alive, children_of
 from test_cli_helpers import run_cli
 
 from reward_plugins.router import result_schema, route
@@ -116,30 +117,6 @@ def wait_until_up(process: subprocess.Popen[bytes], url: str) -> None:
         except (urllib.error.URLError, ConnectionError):
             time.sleep(0.1)
     raise AssertionError("the server did not answer")
-
-
-def children_of(pid: int) -> dict[int, bytes]:
-    """Processes whose parent is ``pid`` (from /proc), with their command lines."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == pid:
-            found[int(entry.name)] = command
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def verify_request(response: str, field: str, gold: Any, source: str | None) -> dict[str, Any]:
@@ -245,7 +222,7 @@ def test_verify_answers_the_routers_values_and_stops_on_sigterm(
     assert metrics == {"agent_metrics": expected, "key_metrics": expected}
 
     children = children_of(process.pid)
-    workers = [pid for pid, command in children.items() if b"spawn_main" in command]
+    workers = children_of(process.pid, b"spawn_main")
     assert len(workers) == WORKERS
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=60) == 0

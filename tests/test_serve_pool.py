@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serve_probe import PROBE, children_of, probe_installed
 
-from reward_plugins import UnknownScorer, registry
-from reward_plugins import router as router_module
+from reward_plugins import UnknownScorer
 from reward_plugins.errors import RewardPluginsError
 from reward_plugins.rescore.rows import RowFailure
 from reward_plugins.router import route
@@ -33,41 +33,13 @@ from reward_plugins.serve.rows import CRASH, DEADLINE, TIMEOUT, Outcome, Row
 
 PLUGINS = Path(__file__).resolve().parent / "serve_plugins"
 REPO = Path(__file__).resolve().parents[1]
-PROBE = "pool_probe"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def probe_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The probe plugin installed by an entry point, for this process and the workers; the
-    registry is restored afterwards so the probe does not show up in other modules' tests."""
-    site = tmp_path_factory.mktemp("site")
-    dist_info = site / "rp_pool_probe-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: rp-pool-probe\nVersion: 1.0\n", encoding="utf-8"
-    )
-    (dist_info / "entry_points.txt").write_text(
-        "[reward_plugins]\npool_probe = rp_pool_probe\n", encoding="utf-8"
-    )
-    registry.registered()  # the built-ins are part of the snapshot
-    scorers = {source: dict(by_name) for source, by_name in registry._scorers.items()}
-    loaded = set(registry._loaded_modules)
-    entry_points_loaded = registry._entry_points_loaded
-    routers = dict(router_module._routers)
-    with pytest.MonkeyPatch.context() as patch:
-        path = os.pathsep.join(map(str, (REPO, PLUGINS, site)))
-        patch.setenv("PYTHONPATH", path)
-        patch.syspath_prepend(str(site))
-        patch.syspath_prepend(str(PLUGINS))
+def probe_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The probe plugin installed by an entry point, for this process and the workers."""
+    with probe_installed(tmp_path_factory.mktemp("site")):
         yield
-    registry._scorers.clear()
-    registry._scorers.update(scorers)
-    registry._loaded_modules.clear()
-    registry._loaded_modules.update(loaded)
-    registry._entry_points_loaded = entry_points_loaded
-    router_module._routers.clear()
-    router_module._routers.update(routers)
-    sys.modules.pop("rp_pool_probe", None)
 
 
 @pytest.fixture
@@ -118,22 +90,6 @@ def wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> bool:
             return False
         time.sleep(0.05)
     return True
-
-
-def spawned_children() -> list[int]:
-    """This process's children that are multiprocessing ``spawn`` workers."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == os.getpid() and b"spawn_main" in command:
-            found.append(int(entry.name))
-    return found
 
 
 # ---------------------------------------------------------------------------------- the tests
@@ -329,7 +285,7 @@ def test_start_refuses_an_unknown_scorer() -> None:
     pool = ScorerPool("no_such_scorer_anywhere")
     with pytest.raises(UnknownScorer, match="no_such_scorer_anywhere"):
         pool.start()
-    assert spawned_children() == []
+    assert children_of(os.getpid(), b"spawn_main") == []
     with pytest.raises(PoolError, match="not running"):
         asyncio.run(pool.score(good_rows(1), {}))
 
@@ -338,13 +294,13 @@ def test_start_refuses_a_limit_under_a_fresh_worker() -> None:
     pool = ScorerPool(PROBE, max_worker_rss_mb=1.0)
     with pytest.raises(PoolError, match="max_worker_rss_mb=1"):
         pool.start()
-    assert spawned_children() == []
+    assert children_of(os.getpid(), b"spawn_main") == []
 
 
 def test_close_leaves_no_child_process(pool_factory: Any) -> None:
     pool = pool_factory(workers=2, row_timeout=60.0)
     pids = pool.worker_pids()
-    assert len(pids) == 2 and sorted(spawned_children()) == sorted(pids)
+    assert len(pids) == 2 and sorted(children_of(os.getpid(), b"spawn_main")) == sorted(pids)
 
     async def close_while_hanging() -> BaseException | list[Outcome]:
         hanging = asyncio.ensure_future(pool.score([probe_row("HANG")], {}))
@@ -357,7 +313,7 @@ def test_close_leaves_no_child_process(pool_factory: Any) -> None:
 
     outcome = asyncio.run(close_while_hanging())
     assert isinstance(outcome, PoolError)
-    assert spawned_children() == []
+    assert children_of(os.getpid(), b"spawn_main") == []
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists()
     pool.close()  # again: nothing to do

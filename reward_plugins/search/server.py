@@ -52,12 +52,13 @@ from typing import Any
 import orjson
 
 from reward_plugins.errors import InvalidInput
-from reward_plugins.options import is_finite_number
 from reward_plugins.search.index import Hit, SearchIndex
 from reward_plugins.serve.http import (
     HttpServer,
     Refusal,
     Request,
+    check_limits,
+    limit,
     overloaded,
     running_in_thread,
     serve_until_signal,
@@ -86,47 +87,33 @@ def _usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _limit(default: Any, help: str) -> Any:
-    return dataclasses.field(default=default, metadata={"help": help})
-
-
 @dataclasses.dataclass(frozen=True)
 class Limits:
     """What one server accepts and holds; every field is a ``retriever serve`` option
     (``max_body_mb`` is ``--max-body-mb``), its help in the field's ``metadata``."""
 
-    max_body_mb: float = _limit(16.0, "largest request body in MiB; 413 beyond")
-    max_queries: int = _limit(4096, "most queries in one request; 413 beyond")
-    max_topk: int = _limit(100, "largest topk; 400 beyond")
-    max_query_terms: int = _limit(256, "most distinct analyzed terms in one query; 400 beyond")
-    max_response_mb: float = _limit(64.0, "largest response body in MiB; 413 beyond")
-    request_timeout: float = _limit(
+    max_body_mb: float = limit(16.0, "largest request body in MiB; 413 beyond")
+    max_queries: int = limit(4096, "most queries in one request; 413 beyond")
+    max_topk: int = limit(100, "largest topk; 400 beyond")
+    max_query_terms: int = limit(256, "most distinct analyzed terms in one query; 400 beyond")
+    max_response_mb: float = limit(64.0, "largest response body in MiB; 413 beyond")
+    request_timeout: float = limit(
         20.0, "seconds a request's searches may take; 503 beyond, the rest dropped"
     )
-    read_timeout: float = _limit(
+    read_timeout: float = limit(
         10.0, "seconds a request's headers and body may take to arrive, and its answer to leave"
     )
-    idle_timeout: float = _limit(60.0, "seconds a keep-alive connection may wait idle")
-    max_connections: int = _limit(1024, "most open connections; 503 beyond")
-    max_requests: int = _limit(256, "most requests being answered at once; 503 beyond")
-    cache_mb: float = _limit(256.0, "the result cache in MiB, 0 for none")
+    idle_timeout: float = limit(60.0, "seconds a keep-alive connection may wait idle")
+    max_connections: int = limit(1024, "most open connections; 503 beyond")
+    max_requests: int = limit(256, "most requests being answered at once; 503 beyond")
+    cache_mb: float = limit(256.0, "the result cache in MiB, 0 for none")
     search_threads: int = dataclasses.field(
         default_factory=_usable_cpus,
         metadata={"help": "threads that search"},
     )
 
     def __post_init__(self) -> None:
-        for spec in dataclasses.fields(self):
-            value = getattr(self, spec.name)
-            low = 0 if spec.name == "cache_mb" else 1 if spec.type == "int" else 1e-3
-            integer = spec.type == "int"
-            numeric = is_finite_number(value)
-            if not numeric or (integer and not isinstance(value, int)) or not low <= value < 1e9:
-                kind = "an int" if integer else "a number"
-                raise InvalidInput(
-                    f"{spec.name}: expected {kind} of at least {low:g}, got {value!r} "
-                    f"({type(value).__name__})"
-                )
+        check_limits(self, zero_allowed=("cache_mb",))
 
 
 class _ResultCache:

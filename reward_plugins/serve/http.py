@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
 import threading
@@ -35,7 +36,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from reward_plugins.errors import RewardPluginsError
+from reward_plugins.errors import InvalidInput, RewardPluginsError
+from reward_plugins.options import is_finite_number
 
 LINGER_BYTES = 1 << 30
 """The most bytes of a refused request read (and dropped) before its connection is closed."""
@@ -83,6 +85,32 @@ class ConnectionLimits(Protocol):
     def max_connections(self) -> int: ...
     @property
     def max_requests(self) -> int: ...
+
+
+def limit(default: Any, help: str) -> Any:
+    """A field of a server's limits dataclass: its default and its CLI option's help."""
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+def check_limits(limits: Any, zero_allowed: Sequence[str] = ()) -> None:
+    """Refuse a limits dataclass with a field that is not a finite number (an int where the
+    field is an int) from 1 (ints) or 0.001 (floats), or 0 for the fields ``zero_allowed``, up
+    to 1e9.
+
+    Raises:
+        InvalidInput: naming the field and the value's type.
+    """
+    for spec in dataclasses.fields(limits):
+        value = getattr(limits, spec.name)
+        integer = spec.type == "int"
+        low = 0 if spec.name in zero_allowed else 1 if integer else 1e-3
+        numeric = is_finite_number(value)
+        if not numeric or (integer and not isinstance(value, int)) or not low <= value < 1e9:
+            kind = "an int" if integer else "a number"
+            raise InvalidInput(
+                f"{spec.name}: expected {kind} of at least {low:g}, got {value!r} "
+                f"({type(value).__name__})"
+            )
 
 
 def overloaded(message: str) -> Refusal:

@@ -261,39 +261,20 @@ def ray_reward_server(
 def run_on_ray_serve(
     config: ServiceConfig,
     *,
-    replicas: int,
-    host: str,
-    port: int,
-    workers: int = 1,
-    row_timeout: float = 10.0,
-    max_worker_rss_mb: float = 2048.0,
-    address: str | None = None,
-    cpus: int | None = None,
-    quiet: bool = True,
     ready: Callable[[RayRewardServer], None] | None = None,
+    **settings: Any,
 ) -> None:
-    """``serve-rewards --ray``: :func:`ray_reward_server` until SIGTERM or SIGINT, then
-    ``serve.shutdown()``. ``ready(server)`` (a :class:`RayRewardServer`) is called once the
-    replicas answer, as :func:`reward_plugins.serve.http.serve_until_signal` calls it with the
-    plain server. Must be called from the main thread: the two signal handlers are installed
-    once Ray has started (Ray's driver installs its own SIGTERM handler, which would end the
-    process at once), and taken away before Ray Serve and Ray are shut down."""
-    with (
-        ray_reward_server(
-            config,
-            replicas=replicas,
-            host=host,
-            port=port,
-            workers=workers,
-            row_timeout=row_timeout,
-            max_worker_rss_mb=max_worker_rss_mb,
-            address=address,
-            cpus=cpus,
-            quiet=quiet,
-        ) as server,
-        _until_signal() as stop,
-    ):
-        logger.info("serving rewards on Ray Serve at %s, %d replicas", server.base_url, replicas)
+    """``serve-rewards --ray``: :func:`ray_reward_server` (``settings`` are its keywords) until
+    SIGTERM or SIGINT, then ``serve.shutdown()``. ``ready(server)`` (a
+    :class:`RayRewardServer`) is called once the replicas answer, as
+    :func:`reward_plugins.serve.http.serve_until_signal` calls it with the plain server. Must be
+    called from the main thread: the two signal handlers are installed once Ray has started
+    (Ray's driver installs its own SIGTERM handler, which would end the process at once), and
+    taken away before Ray Serve and Ray are shut down."""
+    with ray_reward_server(config, **settings) as server, _until_signal() as stop:
+        logger.info(
+            "serving rewards on Ray Serve at %s, %d replicas", server.base_url, server.replicas
+        )
         if ready is not None:
             ready(server)
         while not stop.wait(0.5):

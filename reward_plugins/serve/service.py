@@ -54,7 +54,7 @@ from reward_plugins.rescore.workers import score_one
 from reward_plugins.results import Schema, keys_of, union
 from reward_plugins.router import check_options, result_schema, scorer_result_schema
 from reward_plugins.serve import protocols
-from reward_plugins.serve.http import Refusal, Request, overloaded
+from reward_plugins.serve.http import Refusal, Request, check_limits, limit, overloaded
 from reward_plugins.serve.pool import Overloaded, ScorerPool
 from reward_plugins.serve.rows import DEADLINE, Outcome, Row, ScoreRows
 
@@ -83,45 +83,31 @@ DEADLINE_GRACE = 5.0
 finish or time out) before the request is answered 503."""
 
 
-def _limit(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
-
 @dataclass(frozen=True)
 class ServiceLimits:
     """What one reward server accepts and holds; every field is a ``serve-rewards`` option
     (``max_rows`` is ``--max-rows``), its help in the field's ``metadata``."""
 
-    max_body_mb: float = _limit(64.0, "largest request body in MiB; 413 beyond")
-    read_timeout: float = _limit(
+    max_body_mb: float = limit(64.0, "largest request body in MiB; 413 beyond")
+    read_timeout: float = limit(
         30.0, "seconds a request's headers and body may take to arrive, and its answer to leave"
     )
-    idle_timeout: float = _limit(60.0, "seconds a keep-alive connection may wait idle")
-    max_connections: int = _limit(1024, "most open connections; 503 beyond")
-    max_requests: int = _limit(256, "most requests being answered at once; 503 beyond")
-    max_rows: int = _limit(16384, "most rows in one request; 413 beyond")
-    max_string_chars: int = _limit(
+    idle_timeout: float = limit(60.0, "seconds a keep-alive connection may wait idle")
+    max_connections: int = limit(1024, "most open connections; 503 beyond")
+    max_requests: int = limit(256, "most requests being answered at once; 503 beyond")
+    max_rows: int = limit(16384, "most rows in one request; 413 beyond")
+    max_string_chars: int = limit(
         1_048_576, "longest string of a request (a response, a query, a gold), in characters"
     )
-    max_response_mb: float = _limit(64.0, "largest response body in MiB; 413 beyond")
-    request_timeout: float = _limit(
+    max_response_mb: float = limit(64.0, "largest response body in MiB; 413 beyond")
+    request_timeout: float = limit(
         150.0,
         "seconds a request's rows may wait to be scored (rows not started by then fail as "
         "'deadline'); below OpenRLHF's 180 s client timeout",
     )
 
     def __post_init__(self) -> None:
-        for spec in dataclasses.fields(self):
-            value = getattr(self, spec.name)
-            integer = spec.type == "int"
-            low = 1 if integer else 1e-3
-            numeric = is_finite_number(value)
-            if not numeric or (integer and not isinstance(value, int)) or not low <= value < 1e9:
-                kind = "an int" if integer else "a number"
-                raise InvalidInput(
-                    f"{spec.name}: expected {kind} of at least {low:g}, got {value!r} "
-                    f"({type(value).__name__})"
-                )
+        check_limits(self)
 
 
 @dataclass(frozen=True)
