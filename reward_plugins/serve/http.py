@@ -136,6 +136,12 @@ class HttpServer:
     """
 
     def __init__(self, handler: Handler, limits: ConnectionLimits, logger: logging.Logger) -> None:
+        try:  # here, before a server spends time starting: every connection needs it
+            import h11  # noqa: F401
+        except ImportError:
+            raise ImportError(
+                "the HTTP server needs h11: pip install 'reward-plugins[serve]' (or [search])"
+            ) from None
         self.limits = limits
         self._handler = handler
         self._logger = logger
