@@ -54,7 +54,15 @@ from reward_plugins.rescore.workers import score_one
 from reward_plugins.results import Schema, keys_of, union
 from reward_plugins.router import check_options, result_schema, scorer_result_schema
 from reward_plugins.serve import protocols
-from reward_plugins.serve.http import Refusal, Request, check_limits, limit, overloaded
+from reward_plugins.serve.http import (
+    HttpServer,
+    Refusal,
+    Request,
+    check_limits,
+    limit,
+    overloaded,
+    running_in_thread,
+)
 from reward_plugins.serve.pool import Overloaded, ScorerPool
 from reward_plugins.serve.rows import DEADLINE, Outcome, Row, ScoreRows
 
@@ -383,8 +391,6 @@ def scorer_rows(
     if workers == 0:
         in_process = InProcessRows(config.scorer)
         return None, in_process, in_process.stats
-    from reward_plugins.serve.pool import ScorerPool
-
     pool = ScorerPool(
         config.scorer, workers=workers, row_timeout=row_timeout, max_worker_rss_mb=max_worker_rss_mb
     )
@@ -413,8 +419,6 @@ class RewardServer:
         row_timeout: float = 10.0,
         max_worker_rss_mb: float = 2048.0,
     ) -> None:
-        from reward_plugins.serve.http import HttpServer
-
         self.pool, score_rows, stats = scorer_rows(
             config, workers=workers, row_timeout=row_timeout, max_worker_rss_mb=max_worker_rss_mb
         )
@@ -458,8 +462,6 @@ def running_reward_server(
     """A :class:`RewardServer` on ``127.0.0.1`` (a free port) in a background thread for the
     block, then closed; ``limits`` are :class:`ServiceLimits` fields. Yields the server
     (``.base_url``)."""
-    from reward_plugins.serve.http import running_in_thread
-
     config = ServiceConfig(
         scorer,
         dict(options or {}),
