@@ -299,6 +299,27 @@ def test_a_hanging_server_hits_the_deadline() -> None:
     run(main())
 
 
+def test_a_hanging_server_is_left_for_the_next_url_after_the_attempt_timeout() -> None:
+    async def main() -> tuple[dict[str, Any], ScriptedServer]:
+        async with ScriptedServer("hang") as hung, ScriptedServer() as good:
+            urls = [hung.base_url, good.base_url]
+            result = await score("abc", urls, remote_timeout=30, remote_attempt_timeout=0.3)
+        return result, good
+
+    result, good = run(main())
+    assert result["score"] == 3.0
+    assert len(good.requests) == 1
+
+
+def test_the_attempt_timeout_does_not_cut_a_lone_servers_deadline() -> None:
+    async def main() -> None:
+        async with ScriptedServer("hang") as server:
+            with pytest.raises(RemoteScoringError, match=r"no answer within remote_timeout=0.6"):
+                await score("a", server.base_url, remote_timeout=0.6, remote_attempt_timeout=0.1)
+
+    run(main())
+
+
 def test_a_refusal_is_not_retried() -> None:
     async def main() -> ScriptedServer:
         async with ScriptedServer("400") as server:
@@ -403,7 +424,10 @@ def test_bad_urls_are_clear_errors(url: Any, message: str) -> None:
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ({"remote_tiemout": 1}, "unknown setting 'remote_tiemout'; known: remote_batch_size"),
+        (
+            {"remote_tiemout": 1},
+            "unknown setting 'remote_tiemout'; known: remote_attempt_timeout, remote_batch_size",
+        ),
         ({"remote_timeout": 0}, "remote_timeout must be a positive finite number, got 0 .int."),
         ({"remote_retries": True}, "remote_retries must be an int >= 0, got True .bool."),
         ({"remote_batch_size": 0}, "remote_batch_size must be an int >= 1"),

@@ -21,7 +21,9 @@ What it does, per event loop:
   ``remote_retries`` times, on the next URL in round-robin order; a URL that failed is skipped
   for a while (``Retry-After`` when the server sends one, at most :data:`MAX_RETRY_AFTER`
   seconds, else an exponential backoff from :data:`BACKOFF_START` to :data:`BACKOFF_CAP`
-  seconds); when every URL is skipped the client waits for the first to come back.
+  seconds); when every URL is skipped the client waits for the first to come back. With
+  several URLs, a request a server has not answered within ``remote_attempt_timeout`` seconds
+  (a hung server) is sent to the next.
 - **A deadline.** A row that has no answer ``remote_timeout`` seconds after the call raises
   :class:`RemoteScoringError`, as do a refused request (``4xx``), an answer over
   ``remote_max_response_mb``, and an answer that is not the native protocol's (not JSON, a
@@ -104,6 +106,9 @@ class ClientSettings:
 
     timeout: float = 180.0
     """Seconds from the call until the row's answer, retries and waits included."""
+    attempt_timeout: float = 60.0
+    """With several URLs: seconds a request may wait on one server before it is sent to the
+    next (a hung server); with one URL the request waits out ``timeout``."""
     retries: int = 5
     """How many times a failed request is sent again (on the next URL)."""
     batch_size: int = 128
@@ -141,7 +146,7 @@ class ClientSettings:
                 f"got {value!r} ({type(value).__name__})"
             )
 
-        for name in ("timeout", "max_response_mb"):
+        for name in ("timeout", "attempt_timeout", "max_response_mb"):
             if not _positive_number(getattr(self, name)):
                 raise bad(name, "a positive finite number")
         if not _positive_number(self.batch_wait, allow_zero=True) or self.batch_wait > 1:
@@ -501,25 +506,34 @@ class _Batcher:
                     f"remote_timeout={self.settings.timeout} s ({attempts} attempts; last: {last})"
                 )
             attempts += 1
+            budget = remaining
+            if len(servers.urls) > 1:
+                budget = min(remaining, self.settings.attempt_timeout)
             try:
-                answers = await asyncio.wait_for(self._attempt(url, body, rows), remaining)
+                answers = await asyncio.wait_for(self._attempt(url, body, rows), budget)
             except asyncio.TimeoutError:
-                raise RemoteScoringError(
-                    f"reward server {url}: no answer within remote_timeout="
-                    f"{self.settings.timeout} s ({attempts} attempts)"
-                ) from None
-            except _Retryable as error:
-                servers.failed(index, loop.time(), error.retry_after)
-                last = str(error)
-                if attempts > self.settings.retries:
+                if budget >= remaining:
                     raise RemoteScoringError(
-                        f"reward server {', '.join(servers.urls)}: failed {attempts} times "
-                        f"(remote_retries={self.settings.retries}); last: {last}"
+                        f"reward server {url}: no answer within remote_timeout="
+                        f"{self.settings.timeout} s ({attempts} attempts)"
                     ) from None
-                logger.debug("reward server: retrying after %s", last)
-                continue
-            servers.succeeded(index)
-            return url, answers
+                failure = _Retryable(
+                    f"{url}/score: no answer within remote_attempt_timeout="
+                    f"{self.settings.attempt_timeout} s"
+                )
+            except _Retryable as error:
+                failure = error
+            else:
+                servers.succeeded(index)
+                return url, answers
+            servers.failed(index, loop.time(), failure.retry_after)
+            last = str(failure)
+            if attempts > self.settings.retries:
+                raise RemoteScoringError(
+                    f"reward server {', '.join(servers.urls)}: failed {attempts} times "
+                    f"(remote_retries={self.settings.retries}); last: {last}"
+                )
+            logger.debug("reward server: retrying after %s", last)
 
     async def _attempt(
         self, url: str, body: bytes, rows: int
