@@ -1,5 +1,6 @@
 """The retriever at Wikipedia scale: build, memory, throughput, recall and hostile clients,
-side by side for the tantivy index, the bm25s in-memory index and pyserini (Lucene), in one run.
+side by side for the tantivy index (exact, and ``tantivy-common``: the same index served with
+``--common-df``), the bm25s in-memory index and pyserini (Lucene), in one run.
 
 On the synthetic wiki-18 corpora of ``benchmarks/wiki18_synth.py`` (1M and 4M passages on every
 run; the full 21,015,324 with ``--sizes 21015324``), per engine and size:
@@ -32,7 +33,8 @@ build figures read back from its ``build.json``); ``--build-only`` builds tantiv
 stops there; ``--report`` prints the table, in Markdown, of earlier ``--json`` files.
 
     PYTHONPATH=. python benchmarks/bench_retriever.py [--sizes 1000000,4000000]
-        [--engines tantivy,bm25s,pyserini] [--bm25s-max 1000000] [--json results.json]
+        [--engines tantivy,tantivy-common,bm25s,pyserini] [--common-df 0.05]
+        [--bm25s-max 1000000] [--json results.json]
     PYTHONPATH=. python benchmarks/bench_retriever.py --report results.json [more.json ...]
 """
 
@@ -69,7 +71,7 @@ DRIPPING_CONNECTIONS = 300
 BIG_BODY_BYTES = 17 * 2**20
 CLIENT_TIMEOUT_S = 10.0
 HOSTILE_GRACE_S = 15.0
-ENGINES = ("tantivy", "bm25s", "pyserini")
+ENGINES = ("tantivy", "tantivy-common", "bm25s", "pyserini")
 
 # (figure, label, target, higher is better)
 TARGETS: tuple[tuple[str, str, float | None, bool], ...] = (
@@ -500,18 +502,30 @@ def build_figures(index_dir: Path, command: list[str], reuse: bool) -> dict[str,
     return figures
 
 
-def measure_tantivy(passages: int, work: Workload | None, args: argparse.Namespace) -> Result:
-    result = Result("tantivy", passages)
+def measure_tantivy(
+    passages: int, work: Workload | None, args: argparse.Namespace, common_df: float | None = None
+) -> Result:
+    engine = "tantivy" if common_df is None else f"tantivy common-df {common_df:g}"
+    result = Result(engine, passages)
     corpus = wiki18_synth.ensure_corpus(passages, cache_dir=args.cache_dir)
     index_dir = args.cache_dir / f"index-tantivy-{corpus.stem}"
     build = _module_command("index", str(corpus), "-o", str(index_dir), "-q")
-    result.figures.update(build_figures(index_dir, build, args.reuse))
+    result.figures.update(build_figures(index_dir, build, args.reuse or common_df is not None))
     if work is None:  # --build-only
         return result
     serve = _module_command("serve", "--index", str(index_dir), "--host", "127.0.0.1")
-    log = args.cache_dir / f"serve-tantivy-{passages}.log"
+    if common_df is not None:
+        serve += ["--common-df", str(common_df)]
+    log = args.cache_dir / f"serve-{engine.replace(' ', '-')}-{passages}.log"
     serve_and_measure(result, [*serve, "--port", "0"], work, args, log)
     return result
+
+
+def measure_tantivy_common(
+    passages: int, work: Workload | None, args: argparse.Namespace
+) -> Result:
+    """The same index (built by the ``tantivy`` engine first) served with ``--common-df``."""
+    return measure_tantivy(passages, work, args, args.common_df)
 
 
 # The baseline: the in-memory bm25s index and threaded server that ``reward_plugins/retriever.py``
@@ -644,7 +658,12 @@ def measure_pyserini(passages: int, work: Workload, args: argparse.Namespace) ->
     return result
 
 
-MEASURES = {"tantivy": measure_tantivy, "bm25s": measure_bm25s, "pyserini": measure_pyserini}
+MEASURES = {
+    "tantivy": measure_tantivy,
+    "tantivy-common": measure_tantivy_common,
+    "bm25s": measure_bm25s,
+    "pyserini": measure_pyserini,
+}
 
 
 # --------------------------------------------------------------------------- report
@@ -694,7 +713,10 @@ def main() -> None:
         default="1000000,4000000",
         help="corpus sizes in passages, comma-separated (1000000,4000000; wiki-18: 21015324)",
     )
-    parser.add_argument("--engines", default="tantivy,bm25s,pyserini", help="(all three)")
+    parser.add_argument("--engines", default=",".join(ENGINES), help="(all four)")
+    parser.add_argument(
+        "--common-df", type=float, default=0.05, help="tantivy-common's --common-df (0.05)"
+    )
     parser.add_argument(
         "--bm25s-max", type=int, default=1_000_000, help="largest size for bm25s (1000000)"
     )

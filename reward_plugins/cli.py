@@ -287,6 +287,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--topk", type=int, default=3, metavar="K", help="documents when a request says none (3)"
     )
+    serve.add_argument(
+        "--common-df",
+        type=float,
+        metavar="SHARE",
+        help="terms found in more than this share of the passages only re-score the best "
+        "passages of the other terms (faster on large corpora; off: exact BM25)",
+    )
     for limit in dataclasses.fields(Limits):
         default = "the usable CPUs" if limit.name == "search_threads" else limit.default
         serve.add_argument(
@@ -742,17 +749,23 @@ def _retriever_index(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 def _retriever_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from reward_plugins.errors import RewardPluginsError
     from reward_plugins.search.corpus import sample_corpus_path
-    from reward_plugins.search.index import SearchIndex
+    from reward_plugins.search.index import SearchIndex, check_common_df
     from reward_plugins.search.server import serve
 
     limits = _serve_limits(args, parser)
+    try:
+        common_df = check_common_df(args.common_df)
+    except RewardPluginsError as error:
+        parser.error(f"--common-df: {str(error).partition(': ')[2]}")
     source = args.index or args.corpus or sample_corpus_path()
     try:
         if args.index is not None:
-            index = SearchIndex(args.index)
+            index = SearchIndex(args.index, common_df=common_df)
         else:
             progress = sys.stderr.isatty()
-            index = SearchIndex.for_corpus(source, bad_lines=args.bad_lines, progress=progress)
+            index = SearchIndex.for_corpus(
+                source, bad_lines=args.bad_lines, progress=progress, common_df=common_df
+            )
     except (ImportError, RewardPluginsError) as error:
         return _error(f"retriever serve: {error}", 2)
     except OSError as error:

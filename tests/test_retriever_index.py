@@ -44,6 +44,7 @@ from reward_plugins.search.index import (
     SearchIndex,
     analyzer,
     build_index,
+    rescore_depth,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -290,6 +291,72 @@ def test_exact_topk_equals_brute_force_bm25(
             [own] = [s for s, p in brute_force(tokens, analyzer().analyze(query), 10**6)
                      if str(p) == document["id"]]  # fmt: skip
             assert score == pytest.approx(own, rel=1e-5)
+
+
+def common_df_rule(
+    documents: list[list[str]], query: list[str], topk: int, common_df: float
+) -> tuple[list[tuple[float, int]], bool]:
+    """What ``common_df`` promises, by brute force: the exact top ``topk`` when every term is
+    rare or every term common; else the passages with a rare term, by full BM25, and whether
+    they number at most the rescore depth (then the top ``topk`` of them are exact)."""
+    n = len(documents)
+    df = Counter(term for document in documents for term in set(document))
+    rare = {term for term in query if df[term] <= common_df * n}
+    if not rare or rare == set(query):
+        return brute_force(documents, query, topk), True
+    with_rare = {p for p, document in enumerate(documents) if rare & set(document)}
+    full = [(s, p) for s, p in brute_force(documents, query, n) if p in with_rare]
+    return full[:topk], len(with_rare) <= rescore_depth(topk)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), topk=st.integers(1, 5), common_df=st.floats(0.05, 1.0))
+def test_common_df_rescores_the_passages_of_the_rare_terms(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, topk: int, common_df: float
+) -> None:
+    generator = random.Random(seed)
+    weights = [1 / (rank + 1) for rank in range(len(VOCABULARY))]
+    texts = [
+        " ".join(generator.choices(VOCABULARY, weights, k=generator.randint(1, 40)))
+        for _ in range(generator.randint(5, 60))
+    ]
+    rows = [{"id": str(i), "contents": text} for i, text in enumerate(texts)]
+    directory = tmp_path_factory.mktemp("common")
+    build_index(write_corpus(directory / "c.jsonl", rows), directory / "index", **SMALL)
+    index = SearchIndex(directory / "index", common_df=common_df)
+    tokens = [analyzer().analyze(text) for text in texts]
+    for _ in range(5):
+        words = generator.choices(VOCABULARY, k=generator.randint(1, 6))
+        query = analyzer().analyze(" ".join(words))
+        expected, exact = common_df_rule(tokens, query, topk, common_df)
+        [hits] = index.search([" ".join(query)], topk)
+        own = dict((str(p), s) for s, p in brute_force(tokens, query, len(texts)))
+        for document, score in hits:  # every score is the passage's full BM25
+            assert score == pytest.approx(own[document["id"]], rel=1e-5)
+        assert [score for _, score in hits] == sorted((s for _, s in hits), reverse=True)
+        if exact:
+            assert [s for _, s in hits] == pytest.approx([s for s, _ in expected], rel=1e-5)
+
+
+def test_common_df_misses_passages_with_only_common_terms(tmp_path: Path) -> None:
+    rows = [{"id": str(i), "contents": f"River {'harbor' if i == 7 else 'stone'}"}
+            for i in range(10)]  # fmt: skip
+    build_index(write_corpus(tmp_path / "c.jsonl", rows), tmp_path / "index", **SMALL)
+    exact = SearchIndex(tmp_path / "index")
+    common = SearchIndex(tmp_path / "index", common_df=0.5)  # "river" is in every passage
+    [everything] = exact.search(["river harbor"], 3)
+    [rare_first] = common.search(["river harbor"], 3)
+    assert everything[0][0]["id"] == "7" and len(everything) == 3
+    assert rare_first == everything[:1]  # its full score; the "river"-only passages are missed
+    assert common.search(["river"], 3) == exact.search(["river"], 3)  # common terms only: exact
+    every_term_rare = SearchIndex(tmp_path / "index", common_df=0.95)  # "stone": 9 of 10
+    assert every_term_rare.search(["harbor stone"], 3) == exact.search(["harbor stone"], 3)
+
+
+@pytest.mark.parametrize("common_df", [0, -0.1, 1.5, math.nan, math.inf, True, "0.1"])
+def test_common_df_must_be_a_share(sample_index: SearchIndex, common_df: Any) -> None:
+    with pytest.raises(InvalidInput, match=r"^common_df: expected a share of the passages"):
+        SearchIndex(sample_index.path, common_df=common_df)
 
 
 @pytest.mark.parametrize(

@@ -515,6 +515,10 @@ def test_cli_serve_an_index_and_the_sample(tmp_path: Path, cli_env: dict[str, st
     assert answer[0] == 200 and answer[1]["result"][0][0]["contents"].startswith("Hamlet\n")
     line, answer, code, _ = serve_and_ask([], cli_env, ["hamlet"])
     assert line.startswith(f"serving 228 documents of {sample_corpus_path()} at ") and code == 0
+    # --common-df: "hamlet" is rare, "wrote" is in over 2% of the passages: same first answer
+    arguments = ["--index", str(tmp_path / "index"), "--common-df", "0.02"]
+    line, answer, code, _ = serve_and_ask(arguments, cli_env, ["who wrote hamlet"])
+    assert answer[0] == 200 and answer[1]["result"][0][0]["contents"].startswith("Hamlet\n")
 
 
 @pytest.mark.parametrize(
@@ -530,6 +534,9 @@ def test_cli_serve_an_index_and_the_sample(tmp_path: Path, cli_env: dict[str, st
         (["--port", "-1"], "retriever serve: --port must be between 0 and 65535, got -1"),
         (["--max-topk", "0"], "retriever serve: --max-topk: expected an int of at least 1, got 0"),
         (["--read-timeout", "nan"], "retriever serve: --read-timeout: expected a number of at"),
+        (["--common-df", "0"], "retriever serve: --common-df: expected a share of the passages "
+                               "above 0 and at most 1, got 0.0"),
+        (["--common-df", "nan"], "retriever serve: --common-df: expected a share"),
         (["--index", "i", "--corpus", "c"], "retriever serve: argument --corpus: not allowed with"),
     ],
 )  # fmt: skip

@@ -20,9 +20,22 @@ stores it (one byte per document: exact up to 40 tokens, then rounded down to a 
 like Lucene's norms) and ``avgdl`` the exact mean. tantivy fixes ``k1 = 1.2`` and ``b = 0.75``;
 pyserini's Lucene defaults (``k1 = 0.9``, ``b = 0.4``) cannot be set. A query is its analyzed
 terms as a boolean query of SHOULD term clauses (a term said twice counts twice, as pyserini's
-bag-of-words query does), never parsed as query syntax; the top ``k`` are exact (tantivy's
-block-max WAND only skips documents that cannot enter the top ``k``). A query gets only the
-documents that share a term with it, so possibly fewer than ``k`` (none for stopwords only).
+bag-of-words query does), never parsed as query syntax. A query gets only the documents that
+share a term with it, so possibly fewer than ``k`` (none for stopwords only).
+
+Cost: tantivy's Python binding collects its top ``k`` through a ``MultiCollector``, so every
+document that holds a query term is scored: tantivy's block-max WAND, which skips documents that
+cannot enter the top ``k``, runs only under a bare ``TopDocs`` collector
+(github.com/quickwit-oss/tantivy/pull/856). A query therefore costs about the summed length of
+its terms' posting lists, which grows with the corpus: about 45 ms for a question at wiki-18's
+21M passages, most of it in the few terms found in a fifth or more of the passages ("he",
+"from", "which"). The top ``k`` are exact BM25 by default. With ``common_df`` set (``retriever
+serve --common-df``), a term found in more than that share of the passages is *common*: the
+query first ranks by its other terms, then scores the best :func:`rescore_depth` of those
+passages with every term, and returns the top ``k`` of them (each score the sum of its rare and
+its common terms' scores, so within a rounding of the exact one; but a passage whose only shared
+terms are common, or that the rare terms rank below the depth, is missed). A query of common
+terms only, or of rare terms only, is searched exactly.
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ import json
 import logging
 import os
 import shutil
+import struct
 import sys
 import time
 import uuid
@@ -44,6 +58,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from reward_plugins.errors import InvalidInput, RewardPluginsError
 from reward_plugins.search.corpus import (
@@ -81,6 +97,9 @@ MAX_HEAP_MB_PER_THREAD = 4000
 SEARCH_EXTRA = "pip install 'reward-plugins[search]'"
 _PROGRESS_EVERY = 4096
 _CRC_CHUNK = 1 << 20
+
+RESCORE_DEPTH = 30
+"""With ``common_df``: at least this many passages ranked by the rare terms are re-scored."""
 
 Hit = tuple[bytes, float]
 """One search result: the document's JSON text (UTF-8) and its BM25 score."""
@@ -343,9 +362,10 @@ class SearchIndex:
         [('Hamlet', 8.55), ('William Shakespeare', 7.06)]
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, common_df: float | None = None) -> None:
         tantivy = _tantivy()
         self.path = Path(path)
+        self.common_df = check_common_df(common_df)
         self.manifest = read_manifest(self.path)
         try:
             index = tantivy.Index.open(str(self.path))
@@ -373,6 +393,7 @@ class SearchIndex:
         bad_lines: str = "refuse",
         cache_dir: str | Path | None = None,
         progress: bool = False,
+        common_df: float | None = None,
     ) -> SearchIndex:
         """The index of ``corpus`` from the cache, built there first if need be.
 
@@ -394,7 +415,7 @@ class SearchIndex:
                 if not (entry / MANIFEST_NAME).is_file():  # not built while this one waited
                     logger.info("indexing %s into %s", corpus, entry)
                     build_index(corpus, entry, bad_lines=bad_lines, progress=progress)
-        return cls(entry)
+        return cls(entry, common_df=common_df)
 
     def __len__(self) -> int:
         return int(self._searcher.num_docs)
@@ -421,17 +442,55 @@ class SearchIndex:
         """Up to ``topk`` ``(document JSON, score)``, best first, for analyzed ``terms``."""
         if not terms:
             return []
+        searcher = self._searcher
+        rare = self._rare(terms)
+        if rare is None:
+            found = searcher.search(self._query(terms), topk, count=False).hits
+        else:
+            found = self._rescored(rare, terms, topk)
+        return [
+            (searcher.doc(address).get_first("document"), float(score)) for score, address in found
+        ]
+
+    def _query(self, terms: Sequence[tuple[str, int]]) -> Any:
         clauses = []
         for term, count in terms:
             clause = self._term_query(self._schema, "contents", term, index_option="freq")
             if count > 1:
                 clause = self._boost_query(clause, float(count))
             clauses.append((self._should, clause))
+        return self._boolean_query(clauses)
+
+    def _rare(self, terms: Sequence[tuple[str, int]]) -> list[tuple[str, int]] | None:
+        """The terms that are not common (``common_df``), or None to search them all."""
+        if self.common_df is None:
+            return None
+        most = self.common_df * len(self)
+        rare = [(t, c) for t, c in terms if self._searcher.doc_freq("contents", t) <= most]
+        return rare if rare and len(rare) < len(terms) else None
+
+    def _rescored(
+        self, rare: list[tuple[str, int]], terms: Sequence[tuple[str, int]], topk: int
+    ) -> list[tuple[float, Any]]:
+        """The best ``rescore_depth(topk)`` passages by the ``rare`` terms, their scores
+        completed with the common terms' (tantivy's explanation of those), the top ``topk``."""
         searcher = self._searcher
-        found = searcher.search(self._boolean_query(clauses), topk, count=False).hits
-        return [
-            (searcher.doc(address).get_first("document"), float(score)) for score, address in found
+        candidates = searcher.search(self._query(rare), rescore_depth(topk), count=False).hits
+        common = self._query([term for term in terms if term not in rare])
+        scored = [
+            (_f32(score + self._explained(common, address)), address)
+            for score, address in candidates
         ]
+        scored.sort(key=lambda pair: (-pair[0], pair[1].segment_ord, pair[1].doc))
+        return scored[:topk]
+
+    def _explained(self, query: Any, address: Any) -> float:
+        """The score of the passage at ``address`` for ``query``; 0 when it has none of the
+        query's terms (tantivy then refuses to explain it)."""
+        try:
+            return float(orjson.loads(query.explain(self._searcher, address).to_json())["value"])
+        except ValueError:
+            return 0.0
 
     def search(self, queries: Sequence[str], topk: int) -> list[list[tuple[dict[str, Any], float]]]:
         """Per query, up to ``topk`` ``(document, score)`` pairs, best first, scores > 0.
@@ -449,6 +508,32 @@ class SearchIndex:
             [(json.loads(raw), score) for raw, score in self.search_terms(query, topk)]
             for query in terms
         ]
+
+
+def _f32(value: float) -> float:
+    """``value`` as the 32-bit float tantivy scores in (its explanation prints it shortest)."""
+    return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
+def rescore_depth(topk: int) -> int:
+    """How many passages ranked by a query's rare terms are re-scored (``common_df``)."""
+    return max(RESCORE_DEPTH, 10 * topk)
+
+
+def check_common_df(common_df: float | None) -> float | None:
+    """``common_df`` if it is None or a share of the passages in (0, 1], else
+    :class:`InvalidInput`."""
+    if common_df is None:
+        return None
+    if (
+        isinstance(common_df, bool)
+        or not isinstance(common_df, int | float)
+        or not 0 < common_df <= 1
+    ):
+        raise InvalidInput(
+            f"common_df: expected a share of the passages above 0 and at most 1, got {common_df!r}"
+        )
+    return float(common_df)
 
 
 def default_cache_dir() -> Path:

@@ -222,6 +222,7 @@ class RetrievalServer:
             "documents": len(self.index),
             "index": str(self.index.path),
             "topk": self.topk,
+            "common_df": self.index.common_df,
             "cache": self._cache.stats(),
             "connections": self._http.connections,
             "requests_in_progress": self._http.requests,
