@@ -9,8 +9,9 @@ run; the full 21,015,324 with ``--sizes 21015324``), per engine and size:
   builds in the server process, its ``VmHWM`` when it starts answering), index size on disk;
 - **serving** (the server a subprocess, queried over HTTP in Search-R1's protocol, one query per
   request as verl's search tool sends them, ``topk`` 3 with scores): private RSS (``Private_Clean
-  + Private_Dirty`` of ``/proc/PID/smaps_rollup``, summed over the server's processes) and total
-  RSS after a warm-up of 200 queries; queries/s and p50/p99 latency with 1 and 16 concurrent
+  + Private_Dirty`` of ``/proc/PID/smaps_rollup``, summed over the server's processes; it counts
+  the index pages only the server maps), anonymous RSS (its heap) and total RSS after a warm-up
+  of 200 queries; queries/s and p50/p99 latency with 1 and 16 concurrent
   clients on distinct questions and on a GRPO step's stream (512 prompts x 5 samples x 3 turns,
   samples often repeating their prompt's query); recall@3 (the target passage among the 3);
   and the load generator's own ceiling (16 clients sending ``GET /health`` for 5 s);
@@ -80,6 +81,7 @@ TARGETS: tuple[tuple[str, str, float | None, bool], ...] = (
     ("index_disk_gb", "index on disk (GB)", None, False),
     ("private_rss_gb", "private RSS serving (GB)", 1.0, False),
     ("total_rss_gb", "total RSS serving (GB)", None, False),
+    ("anonymous_rss_gb", "anonymous RSS serving (GB)", None, False),
     ("client_ceiling_qps", "client ceiling, GET /health (req/s)", None, True),
     ("qps_1_distinct", "q/s 1 client, distinct", None, True),
     ("p50_ms_1_distinct", "p50 ms 1 client, distinct", None, False),
@@ -93,6 +95,7 @@ TARGETS: tuple[tuple[str, str, float | None, bool], ...] = (
     ("recall_at_3_grpo", "recall@3 (GRPO)", None, True),
     ("hostile_worst_ms", "worst small query, hostile (ms)", 1000.0, False),
     ("hostile_private_rss_gb", "private RSS during hostile (GB)", None, False),
+    ("hostile_anonymous_rss_gb", "anonymous RSS during hostile (GB)", None, False),
 )
 GB = 1e9
 
@@ -131,9 +134,11 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def memory(pid: int) -> tuple[float, float]:
-    """``(private, total)`` RSS in bytes of ``pid`` and its descendants (``smaps_rollup``)."""
-    private = total = 0.0
+def memory(pid: int) -> tuple[float, float, float]:
+    """``(private, total, anonymous)`` RSS in bytes of ``pid`` and its descendants
+    (``smaps_rollup``). Private counts the pages of the memory-mapped index that only this
+    process maps (page cache, reclaimable); anonymous is the process's own heap and stacks."""
+    private = total = anonymous = 0.0
     for process in _descendants(pid):
         try:
             text = Path(f"/proc/{process}/smaps_rollup").read_text()
@@ -142,7 +147,8 @@ def memory(pid: int) -> tuple[float, float]:
         fields = dict(re.findall(r"^(\w+):\s+(\d+) kB", text, re.MULTILINE))
         private += 1024.0 * (int(fields["Private_Clean"]) + int(fields["Private_Dirty"]))
         total += 1024.0 * int(fields["Rss"])
-    return private, total
+        anonymous += 1024.0 * int(fields["Anonymous"])
+    return private, total, anonymous
 
 
 def high_water(pid: int) -> float:
@@ -175,14 +181,15 @@ class Watchdog(threading.Thread):
     def __init__(self, pid: int, limit_bytes: float) -> None:
         super().__init__(daemon=True)
         self.pid, self.limit = pid, limit_bytes
-        self.peak_private = 0.0
+        self.peak_private = self.peak_anonymous = 0.0
         self.killed: str | None = None
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.2):
-            private, total = memory(self.pid)
+            private, total, anonymous = memory(self.pid)
             self.peak_private = max(self.peak_private, private)
+            self.peak_anonymous = max(self.peak_anonymous, anonymous)
             available = _available_memory()
             if total > self.limit or available < 2 * GB:
                 self.killed = f"killed at {total / GB:.1f} GB RSS, {available / GB:.1f} GB free"
@@ -405,7 +412,11 @@ def hostile_phase(
     ]
     if watchdog.killed:
         notes.append(f"hostile: the watchdog {watchdog.killed}")
-    figures = {"hostile_worst_ms": worst, "hostile_private_rss_gb": watchdog.peak_private / GB}
+    figures = {
+        "hostile_worst_ms": worst,
+        "hostile_private_rss_gb": watchdog.peak_private / GB,
+        "hostile_anonymous_rss_gb": watchdog.peak_anonymous / GB,
+    }
     return figures, notes
 
 
@@ -455,8 +466,9 @@ def serve_and_measure(
             figures["build_s"] = time.perf_counter() - started
             figures["build_peak_rss_gb"] = high_water(pid) / GB
         asyncio.run(_load(url, work.warm_up, 16, 600))
-        private, total = memory(pid)
+        private, total, anonymous = memory(pid)
         figures["private_rss_gb"], figures["total_rss_gb"] = private / GB, total / GB
+        figures["anonymous_rss_gb"] = anonymous / GB
         figures["client_ceiling_qps"] = asyncio.run(_ceiling(url, 16, 5.0))
         for name, rows, clients in (
             ("1_distinct", work.one_client, 1),
@@ -615,6 +627,7 @@ fields = dict(re.findall(r"^(\\w+):\\s+(\\d+) kB", text, re.MULTILINE))
 out = {
     "private_rss_gb": 1024 * (int(fields["Private_Clean"]) + int(fields["Private_Dirty"])) / 1e9,
     "total_rss_gb": 1024 * int(fields["Rss"]) / 1e9,
+    "anonymous_rss_gb": 1024 * int(fields["Anonymous"]) / 1e9,
 }
 out["qps_1_distinct"], _, latencies = one(work["one_client"])
 out["p50_ms_1_distinct"] = 1000 * sorted(latencies)[len(latencies) // 2]
