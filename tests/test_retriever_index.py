@@ -265,23 +265,29 @@ VOCABULARY = [
 ]
 
 
+def random_index(
+    directory: Path, generator: random.Random, most: int, common_df: float | None = None
+) -> tuple[SearchIndex, list[list[str]]]:
+    """An index of 5 to ``most`` Zipfian texts of ``VOCABULARY``, and their analyzed tokens (up
+    to 40 per text: tantivy stores those lengths exactly, one byte per norm)."""
+    weights = [1 / (rank + 1) for rank in range(len(VOCABULARY))]
+    texts = [
+        " ".join(generator.choices(VOCABULARY, weights, k=generator.randint(1, 40)))
+        for _ in range(generator.randint(5, most))
+    ]
+    rows = [{"id": str(i), "contents": text} for i, text in enumerate(texts)]
+    build_index(write_corpus(directory / "c.jsonl", rows), directory / "index", **SMALL)
+    index = SearchIndex(directory / "index", common_df=common_df)
+    return index, [analyzer().analyze(text) for text in texts]
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), topk=st.integers(1, 12))
 def test_exact_topk_equals_brute_force_bm25(
     tmp_path_factory: pytest.TempPathFactory, seed: int, topk: int
 ) -> None:
-    # up to 40 tokens per document: tantivy stores those lengths exactly (one byte per norm)
     generator = random.Random(seed)
-    weights = [1 / (rank + 1) for rank in range(len(VOCABULARY))]
-    texts = [
-        " ".join(generator.choices(VOCABULARY, weights, k=generator.randint(1, 40)))
-        for _ in range(generator.randint(5, 120))
-    ]
-    rows = [{"id": str(i), "contents": text} for i, text in enumerate(texts)]
-    directory = tmp_path_factory.mktemp("differential")
-    build_index(write_corpus(directory / "c.jsonl", rows), directory / "index", **SMALL)
-    index = SearchIndex(directory / "index")
-    tokens = [analyzer().analyze(text) for text in texts]
+    index, tokens = random_index(tmp_path_factory.mktemp("differential"), generator, 120)
     for _ in range(5):
         query = " ".join(generator.choices(VOCABULARY, k=generator.randint(1, 6)))
         expected = brute_force(tokens, analyzer().analyze(query), topk)
@@ -315,22 +321,14 @@ def test_common_df_rescores_the_passages_of_the_rare_terms(
     tmp_path_factory: pytest.TempPathFactory, seed: int, topk: int, common_df: float
 ) -> None:
     generator = random.Random(seed)
-    weights = [1 / (rank + 1) for rank in range(len(VOCABULARY))]
-    texts = [
-        " ".join(generator.choices(VOCABULARY, weights, k=generator.randint(1, 40)))
-        for _ in range(generator.randint(5, 60))
-    ]
-    rows = [{"id": str(i), "contents": text} for i, text in enumerate(texts)]
     directory = tmp_path_factory.mktemp("common")
-    build_index(write_corpus(directory / "c.jsonl", rows), directory / "index", **SMALL)
-    index = SearchIndex(directory / "index", common_df=common_df)
-    tokens = [analyzer().analyze(text) for text in texts]
+    index, tokens = random_index(directory, generator, 60, common_df)
     for _ in range(5):
-        words = generator.choices(VOCABULARY, k=generator.randint(1, 6))
-        query = analyzer().analyze(" ".join(words))
+        words = " ".join(generator.choices(VOCABULARY, k=generator.randint(1, 6)))
+        query = analyzer().analyze(words)
         expected, exact = common_df_rule(tokens, query, topk, common_df)
-        [hits] = index.search([" ".join(query)], topk)
-        own = dict((str(p), s) for s, p in brute_force(tokens, query, len(texts)))
+        [hits] = index.search([words], topk)
+        own = {str(p): s for s, p in brute_force(tokens, query, len(tokens))}
         for document, score in hits:  # every score is the passage's full BM25
             assert score == pytest.approx(own[document["id"]], rel=1e-5)
         assert [score for _, score in hits] == sorted((s for _, s in hits), reverse=True)
