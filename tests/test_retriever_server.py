@@ -178,6 +178,7 @@ def test_other_paths_methods_and_health(server: RetrievalServer, sample_index: S
     status, health, _ = post(server.health_url, b"", method="GET")
     assert status == 200 and health["status"] == "ok" and health["documents"] == 228
     assert health["index"] == str(sample_index.path) and health["topk"] == 3
+    assert health["common_df"] is None  # exact BM25
     assert set(health["cache"]) == {"entries", "bytes", "limit_bytes", "hits", "misses", "shared"}
     assert health["limits"]["max_topk"] == 100 and health["limits"]["max_body_mb"] == 16.0
 
