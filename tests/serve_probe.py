@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from registry_snapshot import registry_restored
 
 from reward_plugins import registry
-from reward_plugins import router as router_module
 
 PLUGINS = Path(__file__).resolve().parent / "serve_plugins"
 REPO = Path(__file__).resolve().parents[1]
@@ -41,26 +41,14 @@ def probe_installed(site: Path) -> Iterator[None]:
     """The probe installed from ``site`` (an empty directory) for the block; the registry is
     restored afterwards, so the probe does not show up in other modules' tests."""
     python_path = write_probe_site(site)
-    registry.registered()  # the built-ins are part of the snapshot
-    scorers = {source: dict(by_name) for source, by_name in registry._scorers.items()}
-    loaded = set(registry._loaded_modules)
-    entry_points_loaded = registry._entry_points_loaded
-    routers = dict(router_module._routers)
     try:
-        with pytest.MonkeyPatch.context() as patch:
+        with registry_restored(), pytest.MonkeyPatch.context() as patch:
             patch.setenv("PYTHONPATH", python_path)
             patch.syspath_prepend(str(site))
             patch.syspath_prepend(str(PLUGINS))
             registry.load_plugins()  # as a process started now would: the probe is found
             yield
     finally:
-        registry._scorers.clear()
-        registry._scorers.update(scorers)
-        registry._loaded_modules.clear()
-        registry._loaded_modules.update(loaded)
-        registry._entry_points_loaded = entry_points_loaded
-        router_module._routers.clear()
-        router_module._routers.update(routers)
         sys.modules.pop("rp_pool_probe", None)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from registry_snapshot import registry_restored
 
 import reward_plugins
 from reward_plugins import (
@@ -29,7 +30,6 @@ from reward_plugins import (
     registered,
     registry,
 )
-from reward_plugins import router as router_module
 from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES, score_em
 from reward_plugins.router import route
 
@@ -39,26 +39,11 @@ QA_SCORERS = ("compute_score", "compute_score_f1", "compute_score_subem")
 
 @pytest.fixture
 def registry_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Snapshot the registry (and the entry-point state, the broken plugins and the routers made
-    on demand) and restore it after the test: a broken plugin left behind would show up in every
-    later test's UnknownDataSource / UnknownScorer message."""
-    registered()  # make sure the built-in plugins are part of the snapshot
-    scorers = {source: dict(by_name) for source, by_name in registry._scorers.items()}
-    loaded = set(registry._loaded_modules)
-    entry_points_loaded = registry._entry_points_loaded
-    broken = dict(registry._broken)
-    routers = dict(router_module._routers)
+    """The registry restored after the test (:func:`registry_restored`), and the test's
+    ``rp_test_*`` plugin modules unloaded."""
     modules = set(sys.modules)
-    yield
-    registry._scorers.clear()
-    registry._scorers.update(scorers)
-    registry._loaded_modules.clear()
-    registry._loaded_modules.update(loaded)
-    registry._entry_points_loaded = entry_points_loaded
-    registry._broken.clear()
-    registry._broken.update(broken)
-    router_module._routers.clear()
-    router_module._routers.update(routers)
+    with registry_restored():
+        yield
     for name in set(sys.modules) - modules:
         if name.startswith("rp_test_"):
             del sys.modules[name]

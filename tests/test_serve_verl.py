@@ -24,12 +24,25 @@ from typing import Any
 
 import numpy as np
 import pytest
-from verl_helpers import MIXED_SAMPLES, REPO_ROOT, Sample, build_batch, compose, run_reward_loop
+from verl_helpers import (
+    MIXED_SAMPLES,
+    Sample,
+    build_batch,
+    compose,
+    run_reward_loop,
+    start_local_ray,
+)
 
 pytestmark = pytest.mark.slow
 
 MANAGERS = ("naive", "dapo")
 REMOTE = "reward.custom_reward_function.name=compute_score_remote"
+
+
+def through_server(url: str) -> list[str]:
+    """The overrides that score through the server(s) at ``url``."""
+    return [REMOTE, f"+reward.custom_reward_function.reward_kwargs.url={url}"]
+
 
 ANSWERS = ("Paris", "paris!", "Lyon", "the Beatles", "", "Tokyo", "Leonardo da Vinci", "42")
 
@@ -102,7 +115,7 @@ def test_mixed_samples_equal_in_process_scoring(
     remote = score(
         tokenizer,
         MIXED_SAMPLES,
-        [*managed, REMOTE, f"+reward.custom_reward_function.reward_kwargs.url={reward_server}"],
+        [*managed, *through_server(reward_server)],
     )
     assert_same_scoring(local, remote)
     assert [o["reward_score"] for o in remote] == [1.0, 0.0, 0.0, 0.25, 0.0, 1.0, 0.0, 1.0]
@@ -132,7 +145,7 @@ def test_generated_rollouts_with_options_equal_in_process_scoring(
     remote = score(
         tokenizer,
         samples,
-        [*options, REMOTE, f"+reward.custom_reward_function.reward_kwargs.url={reward_server}"],
+        [*options, *through_server(reward_server)],
     )
     assert_same_scoring(local, remote)
     rewards = {o["reward_extra_info"]["score"] for o in remote}
@@ -147,10 +160,7 @@ def test_url_list_in_the_config_fails_over(tokenizer: Any, reward_server: str) -
     remote = score(
         tokenizer,
         MIXED_SAMPLES,
-        [
-            REMOTE,
-            f"+reward.custom_reward_function.reward_kwargs.url=[{dead_url()},{reward_server}]",
-        ],
+        through_server(f"[{dead_url()},{reward_server}]"),
     )
     assert_same_scoring(local, remote)
 
@@ -176,11 +186,7 @@ def test_a_failed_row_keeps_verls_columns_whole(
     remote = score(
         tokenizer,
         samples,
-        [
-            f"reward.reward_manager.name={manager}",
-            REMOTE,
-            f"+reward.custom_reward_function.reward_kwargs.url={reward_server}",
-        ],
+        [f"reward.reward_manager.name={manager}", *through_server(reward_server)],
     )
     good = score(tokenizer, MIXED_SAMPLES, [f"reward.reward_manager.name={manager}"])
     assert_same_scoring(good, remote[:3] + remote[4:])
@@ -206,16 +212,10 @@ def test_reward_loop_manager_in_ray_workers(
     common = [f"actor_rollout_ref.model.path={tmp_path}", "reward.num_workers=2"]
     remote_config = compose(
         "search_r1_grpo",
-        [*common, REMOTE, f"+reward.custom_reward_function.reward_kwargs.url={reward_server}"],
+        [*common, *through_server(reward_server)],
     )
     batch = build_batch(tokenizer, MIXED_SAMPLES)
-    if ray.is_initialized():  # left by another module; start one whose workers see this checkout
-        ray.shutdown()
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        runtime_env={"env_vars": {"PYTHONPATH": str(REPO_ROOT)}},
-    )
+    start_local_ray()
     try:
         manager = RewardLoopManager(remote_config)
         try:

@@ -23,6 +23,7 @@ from verl_helpers import (
     compose,
     hand_reward,
     run_reward_loop,
+    start_local_ray,
     verl_reference_reward,
 )
 
@@ -31,13 +32,7 @@ LOGGED_KEYS = ["score", "acc", "em", "subem", "f1", "answer_found", "answer_tags
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray() -> Iterator[None]:
-    if ray.is_initialized():  # left by another module; start one whose workers see this checkout
-        ray.shutdown()
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        runtime_env={"env_vars": {"PYTHONPATH": str(REPO_ROOT)}},
-    )
+    start_local_ray()
     yield
     ray.shutdown()
 

@@ -219,6 +219,20 @@ def run_reward_loop(make_manager: Callable[[], Any], batch: Any) -> list[dict[st
     return asyncio.run(score_all())
 
 
+def start_local_ray() -> None:
+    """A local Ray of 2 CPUs whose workers import this checkout (``PYTHONPATH``); one left
+    running by another module is shut down first, since its workers may not see it."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(REPO_ROOT)}},
+    )
+
+
 def save_model_stub(path: Path, tokenizer: Any) -> Path:
     """Write what verl reads from ``actor_rollout_ref.model.path`` to ``path``: the tokenizer and
     a one-layer ``qwen2`` ``config.json`` (no weights: nothing here runs the model)."""
