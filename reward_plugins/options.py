@@ -12,7 +12,8 @@ checks a caller's values against them. The checks follow the declared types:
 - ``str``, ``Literal[...]``, ``X | None``, ``tuple[str, ...]`` / ``Sequence[str]``,
   ``Mapping[str, ...]``;
 - ``Annotated[T, Range(low, high)]``: ``T``, within ``[low, high]``. :data:`Score`,
-  :data:`Factor`, :data:`PositiveInt` and :data:`NonNegativeInt` are the common ones.
+  :data:`Factor`, :data:`Penalty`, :data:`PositiveInt` and :data:`NonNegativeInt` are the
+  common ones.
 
 A parameter without an annotation is checked against the type of its default (``bool``,
 ``int``, ``float`` or ``str``), or not at all. Scorers may add cross-option checks of their own
@@ -70,6 +71,8 @@ Score = Annotated[float, Range(-SCORE_LIMIT, SCORE_LIMIT)]
 """A reward paid on some branch: a finite number within ``[-1e6, 1e6]``."""
 Factor = Annotated[float, Range(0.0, 1.0)]
 """A multiplier of a reward: a finite number within ``[0, 1]``."""
+Penalty = Annotated[float, Range(0.0, SCORE_LIMIT)]
+"""The size of a penalty, subtracted from a reward: a finite number within ``[0, 1e6]``."""
 PositiveInt = Annotated[int, Range(1, None)]
 NonNegativeInt = Annotated[int, Range(0, None)]
 
@@ -220,20 +223,60 @@ def finite_number(value: Any, what: str, bounds: Range | None = None) -> Any:
     raise InvalidOption(f"{what} must be a finite number{within}, got {describe_value(value)}")
 
 
+class FrozenList(tuple):
+    """A list made read-only by the registry.
+
+    :func:`reward_plugins.registry.read_only` turns each ``list`` of a scorer's ``extra_info``
+    (and of a raw ground truth) into one, so that messages can name the type the caller gave.
+    It is a ``tuple`` in every other respect: it compares equal to the tuple of its items,
+    hashes and prints like it, pickles (as a ``FrozenList``) and ``json.dumps`` writes it as a
+    JSON list.
+    """
+
+    __slots__ = ()
+
+
 def describe_value(value: Any, width: int = 80) -> str:
     """``value`` for a message: its type and its ``repr`` cut to ``width`` characters; an integer
     of more than 20 digits as "an integer of N digits" (never written out: a 5,000-digit
-    integer does not even convert to a string)."""
+    integer does not even convert to a string).
+
+    A value made read-only by the registry is shown as the caller gave it: a
+    :class:`FrozenList` as a ``list``, a ``MappingProxyType`` as a ``dict``, all the way down
+    (``dict: {'a': [1]}``, not ``mappingproxy({'a': (1,)})``).
+    """
     if isinstance(value, int) and not isinstance(value, bool):
         digits = _digit_count(value)
         if digits > _SHOWN_DIGITS:
             sign = "a negative " if value < 0 else "an "
             return f"{sign}integer of {digits} digits"
     try:
-        shown = repr(value)
-    except ValueError:  # a container holding an integer too long to convert
+        shown = repr(_as_given(value))
+    except (ValueError, RecursionError):  # an integer too long to convert, or too deep a nesting
         shown = "(too large to show)"
-    return f"{type(value).__name__}: {shown[:width]}"
+    return f"{_type_name(value)}: {shown[:width]}"
+
+
+def _type_name(value: Any) -> str:
+    """The name of ``value``'s type as the caller gave it: ``list`` for a :class:`FrozenList`,
+    ``dict`` for a ``MappingProxyType``."""
+    if isinstance(value, FrozenList):
+        return "list"
+    if isinstance(value, types.MappingProxyType):
+        return "dict"
+    return type(value).__name__
+
+
+def _as_given(value: Any) -> Any:
+    """``value`` with every :class:`FrozenList` made a ``list`` and every ``MappingProxyType`` a
+    ``dict`` again, all the way down; any other value itself (for its ``repr`` only)."""
+    if isinstance(value, FrozenList):
+        return [_as_given(item) for item in value]
+    if type(value) is tuple:
+        return tuple(_as_given(item) for item in value)
+    if isinstance(value, types.MappingProxyType):
+        return {key: _as_given(item) for key, item in value.items()}
+    return value
 
 
 def _digit_count(value: int) -> int:

@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from reward_plugins.cache import BOUND_OPTION_SETS, BoundedCache
 from reward_plugins.errors import (
+    InvalidInput,
     InvalidOption,
     PluginError,
     UnknownDataSource,
@@ -49,6 +50,7 @@ from reward_plugins.errors import (
 )
 from reward_plugins.groundtruth import coerce_golds
 from reward_plugins.options import (
+    FrozenList,
     OptionSpec,
     check_options,
     describe_value,
@@ -184,6 +186,15 @@ class Bound:
     def _arguments(
         self, ground_truth: Any, data_source: str, extra_info: Mapping[str, Any] | None
     ) -> tuple[Any, dict[str, Any]]:
+        """The ground truth and keyword arguments the scorer receives: its golds (or the raw
+        ground truth, read-only), its options and the context keywords it declares.
+
+        Raises:
+            InvalidGroundTruth: golds that :func:`~reward_plugins.groundtruth.coerce_golds`
+                refuses.
+            InvalidInput: the scorer declares ``extra_info`` and the caller's is neither a
+                mapping nor ``None`` (the message names the scorer and the caller's type).
+        """
         registration = self.registration
         if registration.ground_truth == "golds":
             truth = coerce_golds(ground_truth, data_source)
@@ -195,6 +206,11 @@ class Bound:
         if "data_source" in registration.context:
             options["data_source"] = data_source
         if "extra_info" in registration.context:
+            if extra_info is not None and not isinstance(extra_info, Mapping):
+                raise InvalidInput(
+                    f"{registration.name}: extra_info must be a mapping, got "
+                    f"{type(extra_info).__name__} (None means no extra_info)"
+                )
             options["extra_info"] = read_only({} if extra_info is None else extra_info)
         return truth, options
 
@@ -294,11 +310,14 @@ class Bound:
 
 
 def read_only(value: Any) -> Any:
-    """A read-only view of ``value``: mappings become ``MappingProxyType`` over a copy, lists and
-    tuples tuples, sets frozensets, numpy arrays non-writeable views, all the way down."""
+    """A read-only view of ``value``: mappings become ``MappingProxyType`` over a copy, lists
+    :class:`~reward_plugins.options.FrozenList` (a tuple that messages name ``list``), tuples
+    tuples, sets frozensets, numpy arrays non-writeable views, all the way down."""
     if isinstance(value, Mapping):
         return MappingProxyType({key: read_only(item) for key, item in value.items()})
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, FrozenList)):
+        return FrozenList(read_only(item) for item in value)
+    if isinstance(value, tuple):
         return tuple(read_only(item) for item in value)
     if isinstance(value, (set, frozenset)):
         return frozenset(value)
