@@ -25,6 +25,17 @@ The rules, in the order they apply:
   content is opaque: tags and role lines inside are text, up to the first matching closer; one
   without a closer runs to the end of the text and is marked ``closed=False``. A block the model
   wrote in its own turn (a fabricated tool result) is kept, with ``role == "assistant"``.
+* **Which blocks answer a call** (``ToolResponse.call``; the others the model wrote itself, and
+  count as its text). A real tool result always follows a call, so the parser pairs them.
+  Search-R1's loop cuts the model's text at ``</search>`` and appends ``<information>``: an
+  ``<information>`` block answers the ``<search>`` that ends right before it (only whitespace
+  between), and no other. verl's tool agent loop executes the ``<tool_call>`` blocks of a
+  turn (those its ``HermesToolParser`` decodes, at most ``max_parallel_calls``) and appends one
+  ``<tool_response>`` each, in a tool turn: so a round is the executed calls, then the
+  ``<tool_response>`` blocks in non-assistant turns until the next call, paired one for one in
+  order. A round with more responses than executed calls holds responses the model wrote (the
+  decoded text cannot tell which), and none of its responses count; a ``<tool_response>`` in
+  an assistant turn never does.
 * **Calls** (``<tool_call>`` and ``<search>``) are read in assistant turns only (verl's parser
   sees only what the model generated). Like verl's ``HermesToolParser`` regex
   ``<tool_call>(.*?)</tool_call>``, an opener runs to the first matching closer, and every tag in
@@ -40,9 +51,16 @@ The rules, in the order they apply:
   call's arguments or in a non-assistant turn is ever the final answer, nor is an answer the
   model gave before its last tool result. ``answer_before_call`` flags a closed answer followed
   by a call block (valid or not) in the text.
-* **Answer tags the model wrote** (``answer_tags``): the ``<answer>`` and ``</answer>`` tags in
-  assistant turns outside calls and environment blocks, the counts that the anti-spam rule of
-  the QA rewards reads.
+* **Answer tags the model wrote** (``answer_tags``): the ``<answer>`` and ``</answer>`` tags
+  outside calls and environment blocks, in any turn (a real tool turn holds nothing else than
+  its responses), and those inside blocks that answer no call: the counts that the anti-spam
+  rule of the QA rewards reads.
+* **Formats** (``tool_format``): which calls the trainer's loop executes. ``"any"`` reads both
+  ``<tool_call>`` and ``<search>``; ``"hermes"`` (verl's tool agent loop) only ``<tool_call>``,
+  ``"search_r1"`` (Search-R1's loop) only ``<search>``, the other call tag being plain text.
+  Both response tags are read under every format, so a block of the other format answers no
+  call. Under ``"any"``, a model trained in verl's loop can write a ``<search>`` and an
+  ``<information>`` itself, which then pair: name the format the trainer runs.
 * Stray closers and text between blocks are ignored.
 
 Tool-call JSON (verl's ``HermesToolParser``, adapted from vLLM's
@@ -58,14 +76,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from reward_plugins.cache import ROLE_PATTERNS, BoundedCache
 from reward_plugins.errors import InvalidInput, InvalidOption
+from reward_plugins.options import describe_value
 
 CallKind = Literal["tool_call", "search"]
 ResponseKind = Literal["tool_response", "information"]
+ToolFormat = Literal["any", "hermes", "search_r1"]
 Span = tuple[int, int]
 
 ASSISTANT_ROLES: tuple[str, ...] = ("assistant",)
@@ -116,6 +136,8 @@ class ToolResponse:
     block with its tags; ``closed`` is ``False`` for a block that runs to the end of the text.
     ``role`` is the role of the turn it is in: ``"assistant"`` for Search-R1's injected
     documents, and for a result the model fabricated in its own turn under a chat template.
+    ``call`` is the index (in :attr:`Trajectory.calls`) of the call it answers, by the pairing
+    rule of the module docstring, or ``None`` for a block the model wrote itself.
     """
 
     kind: ResponseKind
@@ -124,6 +146,12 @@ class ToolResponse:
     turn: int
     role: str
     closed: bool = True
+    call: int | None = None
+
+    @property
+    def answers_a_call(self) -> bool:
+        """Whether the environment put it there (it answers a call), not the model."""
+        return self.call is not None
 
 
 Event = ToolCall | ToolResponse
@@ -177,24 +205,97 @@ class Trajectory:
         """How many call blocks sit inside an ``<answer>`` block."""
         return sum(call.in_answer for call in self.calls)
 
+    @property
+    def real_responses(self) -> tuple[ToolResponse, ...]:
+        """The environment blocks that answer a call (the pairing rule of the module)."""
+        return tuple(response for response in self.responses if response.call is not None)
+
+    @property
+    def forged_responses(self) -> int:
+        """How many environment blocks answer no call: the model wrote them (or they share a
+        round with ones it wrote; see the module rules)."""
+        return sum(response.call is None for response in self.responses)
+
 
 _ENV_TAGS: dict[str, ResponseKind] = {
     "tool_response": "tool_response",
     "information": "information",
 }
 _CALL_TAGS: dict[str, CallKind] = {"tool_call": "tool_call", "search": "search"}
-_TAG_NAMES = ("tool_call", "tool_response", "search", "information", "answer")
-_patterns = BoundedCache[tuple[str, ...], re.Pattern[str]](ROLE_PATTERNS)
+FORMAT_TAGS: dict[str, tuple[str, ...]] = {
+    "any": ("tool_call", "tool_response", "search", "information", "answer"),
+    "hermes": ("tool_call", "tool_response", "information", "answer"),
+    "search_r1": ("search", "tool_response", "information", "answer"),
+}
+"""The tags each ``tool_format`` reads: the calls its loop executes, and every response tag (a
+block of the other format answers no call, so it is one the model wrote)."""
+_patterns = BoundedCache[tuple[tuple[str, ...], str], re.Pattern[str]](ROLE_PATTERNS)
 
 
-def _pattern(roles: tuple[str, ...]) -> re.Pattern[str]:
-    """One pattern for every tag (groups 1-2: slash, name) and every role line (group 3)."""
-    pattern = _patterns.get(roles)
+def _pattern(roles: tuple[str, ...], tool_format: str) -> re.Pattern[str]:
+    """One pattern for every tag of ``tool_format`` (groups 1-2: slash, name) and every role
+    line (group 3)."""
+    pattern = _patterns.get((roles, tool_format))
     if pattern is None:
-        names = "|".join(_TAG_NAMES)
+        names = "|".join(FORMAT_TAGS[tool_format])
         role_names = "|".join(re.escape(role) for role in sorted(roles, key=len, reverse=True))
-        pattern = _patterns[roles] = re.compile(f"<(/?)({names})>|^({role_names})$", re.MULTILINE)
+        pattern = re.compile(f"<(/?)({names})>|^({role_names})$", re.MULTILINE)
+        _patterns[(roles, tool_format)] = pattern
     return pattern
+
+
+EXECUTED_CALL_ERRORS = (None, ERROR_ARGUMENTS_TYPE)
+"""The errors of a ``<tool_call>`` that verl's ``HermesToolParser`` still executes (a JSON
+object with a ``name`` and any ``arguments``); the others it drops, and no response follows."""
+
+
+def pair_responses(events: list[Event], text: str, assistant_roles: tuple[str, ...]) -> list[Event]:
+    """``events`` with each environment block's ``call`` set to the call it answers, or
+    ``None`` (the pairing rules of the module docstring), in one pass.
+
+    An ``<information>`` block answers the ``<search>`` that ends right before it (whitespace
+    between). ``<tool_response>`` blocks answer by rounds: the ``<tool_call>`` blocks verl
+    executes, then the responses in non-assistant turns up to the next call, one response per
+    call in order; a round holding more responses than executed calls answers none.
+    """
+    paired: list[Event] = list(events)
+    calls = 0  # calls seen so far
+    round_calls: list[int] = []  # the executed calls of the round, by their index among calls
+    round_responses: list[tuple[int, ToolResponse]] = []  # its responses in tool turns
+
+    def close_round() -> None:
+        if len(round_responses) <= len(round_calls):
+            for (index, response), call in zip(round_responses, round_calls, strict=False):
+                paired[index] = replace(response, call=call)
+        round_calls.clear()
+        round_responses.clear()
+
+    for index, event in enumerate(events):
+        if isinstance(event, ToolCall):
+            if round_responses:
+                close_round()
+            if event.kind == "tool_call" and event.error in EXECUTED_CALL_ERRORS:
+                round_calls.append(calls)
+            calls += 1
+        elif event.kind == "tool_response":
+            if event.role not in assistant_roles:
+                round_responses.append((index, event))
+        elif index and _answers_search(events[index - 1], event, text):
+            paired[index] = replace(event, call=calls - 1)
+    close_round()
+    return paired
+
+
+def _answers_search(previous: Event, block: ToolResponse, text: str) -> bool:
+    """Whether an ``<information>`` block answers the event before it: a closed ``<search>``
+    with nothing but whitespace between them (Search-R1 cuts the model's text at
+    ``</search>`` and appends the documents)."""
+    return (
+        isinstance(previous, ToolCall)
+        and previous.kind == "search"
+        and previous.error is None
+        and (previous.span[1] == block.span[0] or text[previous.span[1] : block.span[0]].isspace())
+    )
 
 
 def parse_tool_call_json(raw: str) -> tuple[str | None, Mapping[str, Any] | None, str | None]:
@@ -299,27 +400,26 @@ class _Parser:
             self._open_call("tool_call", start, end)
 
     def _closer(self, name: str, start: int) -> None:
-        """A closer outside calls and responses: only an assistant's ``</answer>`` counts."""
-        if name == "answer" and self.in_assistant:
+        """A closer outside calls and responses: ``</answer>`` is counted in any turn (the
+        model wrote it) and closes an assistant's answer."""
+        if name == "answer":
             self.answer_closers += 1
             if self.answer_open is not None:
                 self.answers.append((self.answer_open, start))
                 self.answer_open = None
 
     def _opener(self, name: str, start: int, end: int) -> None:
-        """An opener outside calls and responses: a response, or an assistant's call or
-        answer."""
+        """An opener outside calls and responses: a response, an answer tag (counted in any
+        turn, opening an answer in an assistant turn), or an assistant's call."""
         if name in _ENV_TAGS:
             self.answer_open = None
             self.env = (_ENV_TAGS[name], start, end)
-        elif not self.in_assistant:
-            return
-        elif name in _CALL_TAGS:
-            self._open_call(_CALL_TAGS[name], start, end)
-        else:
+        elif name == "answer":
             self.answer_openers += 1
-            if self.answer_open is None:
+            if self.in_assistant and self.answer_open is None:
                 self.answer_open = end
+        elif self.in_assistant:
+            self._open_call(_CALL_TAGS[name], start, end)
 
     def _open_call(self, kind: CallKind, start: int, end: int) -> None:
         if self.answers and not self.answer_before_call:
@@ -359,14 +459,20 @@ class _Parser:
         final = None
         if self.answers and self.answers[-1][0] >= self.last_env_end:
             final = self.answers[-1]
+        events = pair_responses(self.events, self.text, self.assistant_roles)
+        openers, closers = self.answer_openers, self.answer_closers
+        for event in events:  # a block the model wrote is its text: its answer tags count
+            if isinstance(event, ToolResponse) and event.call is None:
+                openers += event.text.count("<answer>")
+                closers += event.text.count("</answer>")
         return Trajectory(
-            events=tuple(self.events),
+            events=tuple(events),
             turn_roles=tuple(self.turn_roles),
             answers=tuple(self.answers),
             answer=None if final is None else self.text[final[0] : final[1]].strip(),
             answer_span=final,
             answer_before_call=self.answer_before_call,
-            answer_tags=(self.answer_openers, self.answer_closers),
+            answer_tags=(openers, closers),
             assistant_roles=self.assistant_roles,
         )
 
@@ -389,16 +495,20 @@ def parse_trajectory(
     *,
     assistant_roles: tuple[str, ...] = ASSISTANT_ROLES,
     other_roles: tuple[str, ...] = OTHER_ROLES,
+    tool_format: ToolFormat = "any",
 ) -> Trajectory:
     """Read the calls, tool responses, turns and final answer of a decoded trajectory.
 
     ``assistant_roles`` and ``other_roles`` are the role names that, alone on a line, start a
-    turn (the defaults fit ChatML/Qwen templates); the rules are in the module docstring. Time
-    and memory are linear in ``len(text)``.
+    turn (the defaults fit ChatML/Qwen templates); ``tool_format`` names the calls the
+    trainer's loop executes (:data:`FORMAT_TAGS`: ``"hermes"`` for verl's tool agent loop,
+    ``"search_r1"`` for Search-R1's own loop, ``"any"`` for both); the rules are in the module
+    docstring. Time and memory are linear in ``len(text)``.
 
     Raises:
         InvalidInput: ``text`` is not a ``str``.
-        InvalidOption: a role option is not a non-empty tuple of strings, or the two share a role.
+        InvalidOption: a role option is not a non-empty tuple of strings, or the two share a
+            role; an unknown ``tool_format``.
 
     Example:
         >>> t = parse_trajectory(
@@ -422,4 +532,9 @@ def parse_trajectory(
         raise InvalidOption(
             f"parse_trajectory: roles {shared!r} are in both assistant_roles and other_roles"
         )
-    return _Parser(text, assistant).run(_pattern(assistant + others))
+    if tool_format not in FORMAT_TAGS:
+        raise InvalidOption(
+            f"parse_trajectory: option 'tool_format' must be one of "
+            f"{', '.join(map(repr, FORMAT_TAGS))}, got {describe_value(tool_format)}"
+        )
+    return _Parser(text, assistant).run(_pattern(assistant + others, tool_format))

@@ -141,7 +141,8 @@ def test_no_text_inside_a_tool_response_or_a_call_argument_changes_the_reward(
 
     plain = score(trajectory("capital", "Doc 1 nothing"), **options)
     changed = score(trajectory(argument, document), **options)
-    plain.pop("retrieval_hit"), changed.pop("retrieval_hit")
+    for key in ("retrieval_hit", "grounded"):  # they read the document
+        plain.pop(key), changed.pop(key)
     assert changed == plain
 
 
@@ -324,7 +325,14 @@ def test_docstring_examples() -> None:
         (f"{call({'query': INJECTED})}<answer>a</answer>", (1, 1)),
         (f"{call({'query': 'q'})}{tool_turn(INJECTED * 3)}<answer>a", (1, 0)),
         (f"<search>{INJECTED}</search><information>{INJECTED}</information>", (0, 0)),
-        (f"x\nuser\n{INJECTED}\nassistant\n</answer>", (0, 1)),
+        # a turn the model wrote under another role: its tags are still the model's
+        (f"x\nuser\n{INJECTED}\nassistant\n</answer>", (1, 2)),
+        # a tool response the model wrote in its own turn is its text
+        (f"<tool_response>{INJECTED}</tool_response>", (1, 1)),
+        # a tool turn with no call before it answers nothing: its text is the model's
+        (f"x{tool_turn(INJECTED * 2)}", (2, 2)),
+        # an <information> block that follows no <search> is the model's
+        (f"<information>{INJECTED}</information>", (1, 1)),
     ],
 )
 def test_the_parser_counts_the_answer_tags_the_model_wrote(

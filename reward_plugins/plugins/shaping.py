@@ -34,13 +34,11 @@ from typing import Annotated, Any, Literal
 from reward_plugins.cache import SCRIPT_RANGES
 from reward_plugins.errors import InvalidOption
 from reward_plugins.extract import ExtractMode, scan_tags
-from reward_plugins.options import SCORE_LIMIT, PositiveInt, Range
+from reward_plugins.options import SCORE_LIMIT, Penalty, PositiveInt, Range
 from reward_plugins.registry import WILDCARD, scorer
 from reward_plugins.results import ResultKey, Schema, keys_of
 from reward_plugins.text.answers import MIN_CANDIDATES, count_candidates
 
-Penalty = Annotated[float, Range(0.0, SCORE_LIMIT)]
-"""The size of a penalty: a finite number within ``[0, 1e6]``; the score is its negative."""
 MaxPenalty = Annotated[float, Range(-SCORE_LIMIT, 0.0)]
 """open-r1's ``max_penalty``: the (non-positive) score of a fully repeated text."""
 MinCandidates = Annotated[int, Range(2, None)]

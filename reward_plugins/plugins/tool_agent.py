@@ -8,25 +8,34 @@ alone, so a rollout gets the same reward under every verl manager, whichever fie
 
     score = answer reward of the final answer (the QA decision table of ``compute_score``,
             ``compute_score_subem``, ``compute_score_f1`` or ``compute_score_metric``, chosen
-            by ``answer_rule``), replaced by ``invalid_format_score`` when that is set and the
-            format is invalid,
-          + retrieval_score       if a gold occurs in a tool response (SubEM's normalization)
-          + search_bonus          if the trajectory holds at least one valid call
-          - invalid_call_penalty  x the number of invalid calls
-          + tool_reward_weight    x the sum of ``extra_info["tool_rewards"]`` (0 if absent)
+            by ``answer_rule``; ``format_score`` with ``require_grounding`` when no real tool
+            response holds a gold or the answer), replaced by ``invalid_format_score`` when
+            that is set and the format is invalid,
+          + retrieval_score          if a gold occurs in a real tool response (SubEM's rule)
+          + search_bonus             if the trajectory holds at least one valid call
+          - invalid_call_penalty     x the number of invalid calls
+          - missing_search_penalty   x max(0, min_searches - answered searches)
+          - repeated_query_penalty   x queries sent before in the trajectory
+          - extra_call_penalty       x max(0, calls - free_tool_calls)
+          - forged_response_penalty  x tool responses the model wrote itself
+          + tool_reward_weight       x the sum of ``extra_info["tool_rewards"]`` (0 if absent)
+
+A tool response is real when it answers a call (the pairing rule of
+:mod:`reward_plugins.tool_trajectory`); the others the model wrote, and they count nowhere but
+in ``forged_responses``. ``tool_format`` names the calls the trainer's loop executes.
 
 The final answer is the parser's: the last closed ``<answer>`` in an assistant turn after the
 last tool response (with ``extract="first"``, the first of those), never a span inside a tool
 response, a call's arguments or a non-assistant turn; the anti-spam rule counts the answer tags
-the model wrote (``Trajectory.answer_tags``). A call is valid when it is valid JSON naming a
-tool that ``tool_config`` declares with arguments that tool runs: for the search tool
-(``reward_plugins.tools.SearchTool``) the rule of :mod:`reward_plugins.tools.schema`, which the
-tool itself applies (``query`` or ``query_list``); for any other tool, the schema's
+the model wrote (``Trajectory.answer_tags``), in any turn. A call is valid when it is valid
+JSON naming a tool that ``tool_config`` declares with arguments that tool runs: for the search
+tool (``reward_plugins.tools.SearchTool``) the rule of :mod:`reward_plugins.tools.schema`,
+which the tool itself applies (``query`` or ``query_list``); for any other tool, the schema's
 ``required`` arguments. The format is valid when every call is valid, at most
-``max_tool_calls`` calls were made, an answer follows the last tool response, and no call
-follows an answer. Every term but the answer reward is 0 by default, so by default the reward
-is the QA reward of the final answer: a correct answer without any search is paid, as in the
-Search-R1 papers.
+``max_tool_calls`` calls were made, no tool response is the model's own, an answer follows the
+last tool response, and no call follows an answer. Every term but the answer reward is 0 by
+default, so by default the reward is the QA reward of the final answer: a correct answer
+without any search is paid, as in the Search-R1 papers.
 
 ``extra_info["tool_rewards"]`` (what verl's tool agent loop collects from the tools'
 ``execute``) counts by :func:`tool_reward_sum`'s rule. The answer reward, the QA options and the
@@ -37,18 +46,27 @@ scorers share.
 from __future__ import annotations
 
 import inspect
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
 
 from reward_plugins import cache
 from reward_plugins.config_reader import ConfigFileError, read_config_file
 from reward_plugins.errors import InvalidInput, InvalidOption
 from reward_plugins.groundtruth import Golds
-from reward_plugins.options import PositiveInt, Score, describe_value, is_finite_number
+from reward_plugins.options import (
+    NonNegativeInt,
+    Penalty,
+    PositiveInt,
+    Score,
+    describe_value,
+    is_finite_number,
+)
 from reward_plugins.plugins.qa_core import (
     cached_metric,
     check_normalizer,
@@ -61,8 +79,9 @@ from reward_plugins.plugins.qa_core import (
 from reward_plugins.plugins.search_r1 import QA_RESULTS
 from reward_plugins.registry import WILDCARD, scorer
 from reward_plugins.results import ResultKey, Schema, keys_of
-from reward_plugins.tool_trajectory import ToolCall, Trajectory, parse_trajectory
-from reward_plugins.tools.schema import SEARCH_TOOL_CLASSES, arguments_error
+from reward_plugins.text import get_normalizer
+from reward_plugins.tool_trajectory import ToolCall, ToolFormat, Trajectory, parse_trajectory
+from reward_plugins.tools.schema import SEARCH_TOOL_CLASSES, arguments_error, parse_parameters
 
 SHIPPED_TOOL_CONFIG = Path(__file__).resolve().parent.parent / "data" / "tools" / "search.yaml"
 """The tool YAML that ships with the package (the ``search`` tool); the default ``tool_config``."""
@@ -75,9 +94,17 @@ TOOL_RESULTS: Schema = (
     ResultKey("format_valid", "component", "valid format", gdpo=True),
     ResultKey("assistant_turns", "count", "assistant turns"),
     ResultKey("tool_reward_sum", "component", "tool reward sum"),
+    ResultKey("searches", "count", "answered searches"),
+    ResultKey("unsearched", "rate", "no search"),
+    ResultKey("repeated_queries", "count", "repeated queries"),
+    ResultKey("extra_tool_calls", "count", "calls over the free budget"),
+    ResultKey("forged_responses", "count", "forged tool responses"),
+    ResultKey("searched_after_answer", "rate", "search after answer"),
+    ResultKey("grounded", "rate", "grounded answer"),
 )
 """The schema of the keys added to the QA keys (a count listed for GDPO would pay for longer
-trajectories; ``tool_reward_sum`` is unbounded)."""
+trajectories; ``tool_reward_sum`` is unbounded). The keys from ``searches`` on are what the
+guards read, one per hack they guard against."""
 
 TOOL_KEYS: tuple[str, ...] = keys_of(TOOL_RESULTS)
 """The keys added to the QA keys, in this order."""
@@ -89,6 +116,9 @@ MAX_TOOL_REWARD = 1e6
 TOOL_REWARDS_FIELD = 'extra_info["tool_rewards"]'
 
 AnswerRule = Literal["em", "subem", "f1", "metric"]
+DEFAULT_FREE_TOOL_CALLS = 2
+"""Calls that ``extra_call_penalty`` leaves free: a single-hop question takes one search, a
+two-hop one two."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +265,66 @@ def final_answer(trajectory: Trajectory, text: str, extract: str) -> str | None:
     return text[after[0][0] : after[0][1]].strip() if after else None
 
 
+class ToolUse(NamedTuple):
+    """What the guards read from a trajectory: the counts behind :data:`GUARD_KEYS`."""
+
+    invalid: int
+    """Calls that are invalid (:func:`call_error`)."""
+    searches: int
+    """Valid calls that a real tool response answers."""
+    repeated_queries: int
+    """Queries (arguments, for a tool other than search) sent before in the trajectory."""
+    hit: bool
+    """A gold occurs in a real tool response."""
+    grounded: bool
+    """A gold or the final answer occurs in a real tool response."""
+
+
+def call_queries(call: ToolCall, tool: DeclaredTool) -> list[str]:
+    """What a valid call asks: the search tool's queries, or another tool's arguments as
+    canonical JSON."""
+    arguments = call.arguments or {}
+    if tool.search:
+        return parse_parameters(arguments)
+    return [json.dumps(arguments, sort_keys=True, default=repr)]
+
+
+def read_tool_use(
+    trajectory: Trajectory,
+    tools: Mapping[str, DeclaredTool],
+    golds: Golds,
+    answer: str | None,
+    qa_options: Mapping[str, Any],
+) -> ToolUse:
+    """The :class:`ToolUse` of a parsed trajectory, under the QA options' normalizer and SubEM
+    guards (the same reading as the answer's)."""
+    normalizer = qa_options.get("normalizer", "squad")
+    normalize = get_normalizer(normalizer)
+    word_boundary = qa_options.get("subem_word_boundary", False)
+    calls = trajectory.calls
+    answered = {response.call for response in trajectory.real_responses}
+    invalid = searches = repeated = 0
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        if call_error(call, tools) is not None:
+            invalid += 1
+            continue
+        searches += index in answered
+        for query in call_queries(call, tools[call.name or ""]):
+            key = normalize(query)
+            repeated += key in seen
+            seen.add(key)
+    texts = [response.text for response in trajectory.real_responses]
+    reject_empty = qa_options.get("reject_empty_gold", False)
+    hit = retrieval_hit(texts, golds, normalizer, word_boundary, reject_empty)
+    grounded = hit or bool(
+        answer is not None
+        and normalize(answer)
+        and retrieval_hit(texts, (answer,), normalizer, word_boundary, False)
+    )
+    return ToolUse(invalid, searches, repeated, hit, grounded)
+
+
 def _check(options: Mapping[str, Any]) -> None:
     check_normalizer(options)
     declared_tools(options["tool_config"])
@@ -260,8 +350,25 @@ _TOOL_PARAMETERS: list[inspect.Parameter] = [
     keyword("max_tool_calls", 10, PositiveInt),
     keyword("tool_reward_weight", 0.0, Score),
     keyword("tool_config", None, str | None),
+    keyword("tool_format", "any", ToolFormat),
+    keyword("min_searches", 0, NonNegativeInt),
+    keyword("missing_search_penalty", 0.0, Penalty),
+    keyword("repeated_query_penalty", 0.0, Penalty),
+    keyword("free_tool_calls", DEFAULT_FREE_TOOL_CALLS, NonNegativeInt),
+    keyword("extra_call_penalty", 0.0, Penalty),
+    keyword("forged_response_penalty", 0.0, Penalty),
+    keyword("require_grounding", False, bool),
     keyword("extra_info", None, Mapping[str, Any] | None),
 ]
+TOOL_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        parameter.name: parameter.default
+        for parameter in _TOOL_PARAMETERS
+        if parameter.name not in ("answer_rule", "metric", "metric_options", "extra_info")
+    }
+)
+"""The tool options (every option but the QA ones, the answer rule and ``extra_info``) and
+their defaults."""
 
 
 @scorer("compute_score_tool", WILDCARD, validate=_check, results=(*QA_RESULTS, *TOOL_RESULTS))
@@ -273,27 +380,23 @@ def score_tool(
     answer_rule: AnswerRule = "em",
     metric: str | None = None,
     metric_options: Mapping[str, Any] | None = None,
-    invalid_format_score: float | None = None,
-    retrieval_score: float = 0.0,
-    search_bonus: float = 0.0,
-    invalid_call_penalty: float = 0.0,
-    max_tool_calls: int = 10,
-    tool_reward_weight: float = 0.0,
-    tool_config: str | None = None,
     extra_info: Mapping[str, Any] | None = None,
-    **qa_options: Any,
+    **options: Any,
 ) -> dict[str, Any]:
     """The tool-trajectory reward of the module docstring; the QA keys, then :data:`TOOL_KEYS`.
 
     ``acc`` is the answer rule's paid match (EM for ``f1`` and ``metric``), as in the QA
-    scorers; ``extra_info`` only feeds ``tool_reward_sum`` (:func:`tool_reward_sum`).
+    scorers, whether or not the answer is grounded; ``extra_info`` only feeds
+    ``tool_reward_sum`` (:func:`tool_reward_sum`).
 
     Raises:
         InvalidInput: ``extra_info`` or its ``tool_rewards`` break :func:`tool_reward_sum`'s
             rule.
     """
+    guards = {name: options.pop(name, default) for name, default in TOOL_DEFAULTS.items()}
+    qa_options = options
     tool_rewards = tool_reward_sum(extra_info)
-    trajectory = parse_trajectory(solution_str)
+    trajectory = parse_trajectory(solution_str, tool_format=guards["tool_format"])
     answer = final_answer(trajectory, solution_str, qa_options.get("extract", "last"))
     measure = None if metric is None else cached_metric(metric, metric_options)
     outcome = qa_outcome(
@@ -308,46 +411,66 @@ def score_tool(
     comparison = outcome.comparison
     acc = outcome.paid_match if answer_rule in ("em", "subem") else comparison.em
     result = qa_result(outcome, acc and not comparison.too_long)
-
-    tools = declared_tools(tool_config)
-    calls = trajectory.calls
-    invalid = sum(call_error(call, tools) is not None for call in calls)
-    # Responses verl put there: Search-R1's injected <information> counts, a <tool_response>
-    # the model wrote in its own turn does not.
-    hit = retrieval_hit(
-        (
-            response.text
-            for response in trajectory.responses
-            if response.kind == "information" or response.role != "assistant"
-        ),
-        golds,
-        qa_options.get("normalizer", "squad"),
-        qa_options.get("subem_word_boundary", False),
-        qa_options.get("reject_empty_gold", False),
+    use = read_tool_use(
+        trajectory, declared_tools(guards["tool_config"]), golds, answer, qa_options
     )
+    if guards["require_grounding"] and outcome.paid_match and not use.grounded:
+        result["score"] = float(qa_options.get("format_score", 0.0))
+    result.update(tool_keys(trajectory, use, guards, tool_rewards))
+    result["score"] = shaped_score(result["score"], trajectory, use, guards, result)
+    return result
+
+
+def tool_keys(
+    trajectory: Trajectory, use: ToolUse, guards: Mapping[str, Any], tool_rewards: float
+) -> dict[str, float | int]:
+    """The values of :data:`TOOL_KEYS` for one trajectory."""
+    calls = len(trajectory.calls)
+    forged = trajectory.forged_responses
     format_valid = (
-        not invalid
-        and len(calls) <= max_tool_calls
+        not use.invalid
+        and not forged
+        and calls <= guards["max_tool_calls"]
         and trajectory.answer is not None
         and not trajectory.answer_before_call
     )
-    score = result["score"]
-    if invalid_format_score is not None and not format_valid:
-        score = invalid_format_score
-    if hit:
-        score += retrieval_score
-    if len(calls) > invalid:
-        score += search_bonus
-    score -= invalid_call_penalty * invalid
-    score += tool_reward_weight * tool_rewards
-    result.update(
-        score=float(score),
-        tool_calls=len(calls),
-        invalid_tool_calls=invalid,
-        tool_responses=len(trajectory.responses),
-        retrieval_hit=1.0 if hit else 0.0,
-        format_valid=1.0 if format_valid else 0.0,
-        assistant_turns=trajectory.assistant_turns,
-        tool_reward_sum=tool_rewards,
-    )
-    return result
+    return {
+        "tool_calls": calls,
+        "invalid_tool_calls": use.invalid,
+        "tool_responses": len(trajectory.responses),
+        "retrieval_hit": 1.0 if use.hit else 0.0,
+        "format_valid": 1.0 if format_valid else 0.0,
+        "assistant_turns": trajectory.assistant_turns,
+        "tool_reward_sum": tool_rewards,
+        "searches": use.searches,
+        "unsearched": 1.0 if use.searches == 0 else 0.0,
+        "repeated_queries": use.repeated_queries,
+        "extra_tool_calls": max(0, calls - guards["free_tool_calls"]),
+        "forged_responses": forged,
+        "searched_after_answer": 1.0 if trajectory.answer_before_call else 0.0,
+        "grounded": 1.0 if use.grounded else 0.0,
+    }
+
+
+def shaped_score(
+    score: float,
+    trajectory: Trajectory,
+    use: ToolUse,
+    guards: Mapping[str, Any],
+    keys: Mapping[str, Any],
+) -> float:
+    """The answer reward ``score`` with the tool options applied, in the order of the module
+    docstring's sum."""
+    if guards["invalid_format_score"] is not None and not keys["format_valid"]:
+        score = guards["invalid_format_score"]
+    if use.hit:
+        score += guards["retrieval_score"]
+    if len(trajectory.calls) > use.invalid:
+        score += guards["search_bonus"]
+    score -= guards["invalid_call_penalty"] * use.invalid
+    score -= guards["missing_search_penalty"] * max(0, guards["min_searches"] - use.searches)
+    score -= guards["repeated_query_penalty"] * use.repeated_queries
+    score -= guards["extra_call_penalty"] * keys["extra_tool_calls"]
+    score -= guards["forged_response_penalty"] * keys["forged_responses"]
+    score += guards["tool_reward_weight"] * keys["tool_reward_sum"]
+    return float(score)
