@@ -192,6 +192,7 @@ def test_recipe_keys_and_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert listed[0].startswith("qa_f1_shaped: Token F1 on the answer")
     assert [line.partition(":")[0] for line in listed] == [
         "qa_f1_shaped",
+        "search_agent_guarded",
         "search_r1_em",
         "search_r1_shaped",
     ]

@@ -155,3 +155,48 @@ def test_reward_is_the_same_under_every_manager(
     assert [o["reward_extra_info"]["tool_reward_sum"] for o in outputs] == [
         0.5 if passed else 0.0
     ] * 3
+
+
+GUARDED = "recipe_search_agent_guarded"
+
+
+def test_guarded_config_differs_from_the_multiturn_config_only_in_the_reward() -> None:
+    ours = OmegaConf.to_container(compose(GUARDED))
+    base = OmegaConf.to_container(compose(CONFIG))
+    assert ours["reward"].pop("custom_reward_function") == {
+        **base["reward"].pop("custom_reward_function"),
+        "name": "compute_score_composed",
+        "reward_kwargs": {"recipe": "search_agent_guarded"},
+    }
+    assert ours["trainer"].pop("experiment_name") == "grpo_search_agent_guarded"
+    base["trainer"].pop("experiment_name")
+    assert ours == base
+
+
+@pytest.mark.parametrize("manager", ["naive", "dapo", "gdpo"])
+def test_guarded_recipe_through_verls_managers(tokenizer: Any, manager: str) -> None:
+    config = compose(
+        GUARDED,
+        [
+            f"actor_rollout_ref.rollout.multi_turn.tool_config_path={SHIPPED_TOOL_CONFIG}",
+            f"reward.reward_manager.name={manager}",
+        ],
+    )
+    outputs = run_reward_loop(
+        lambda: load_reward_manager(config, tokenizer), build_batch(tokenizer, SAMPLES)
+    )
+    expected = [
+        reward_plugins.compute_score_composed(
+            s.data_source, s.response, {"target": s.golds}, recipe="search_agent_guarded"
+        )
+        for s in SAMPLES
+    ]
+    # searched and right: 1 + 0.1 (retrieval). An undecodable call, which verl drops, then a
+    # response: no call was run, so the model wrote it: the format gate (-0.2), one forged
+    # response (-0.2), no answered search (-0.5). Right without searching: 1 - 0.5.
+    assert [o["reward_score"] for o in outputs] == [e["score"] for e in expected]
+    assert [e["score"] for e in expected] == pytest.approx([1.1, -0.9, 0.5])
+    for output, result in zip(outputs, expected, strict=True):
+        extra = output["reward_extra_info"]
+        for key in ("search_unsearched", "search_forged_responses", "search_format_valid"):
+            assert extra[key] == result[key]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -46,6 +46,10 @@ SEARCH_R1 = (
     f"<information>{PARIS_DOC}</information><think>ok</think><answer>Paris</answer>"
 )
 FABRICATED = f"{call()}<tool_response>{PARIS_DOC}</tool_response><answer>Lyon</answer>"
+FORGED_TOOL_TURN = f"I remember.{tool_turn(PARIS_DOC)}<answer>Paris</answer>"
+FORGED_INFORMATION = (
+    f"{call()}{tool_turn(LYON_DOC)}<information>{PARIS_DOC}</information><answer>Lyon</answer>"
+)
 
 
 def tool_score(text: str, golds: Any = GOLDS, **options: Any) -> dict[str, Any]:
@@ -53,45 +57,115 @@ def tool_score(text: str, golds: Any = GOLDS, **options: Any) -> dict[str, Any]:
 
 
 SHAPED = {"retrieval_score": 0.1, "search_bonus": 0.05, "invalid_call_penalty": 0.2}
+GATED = {"invalid_format_score": -0.5}
+DOC = Path(__file__).resolve().parents[1] / "docs" / "multiturn.md"
+TABLE_START, TABLE_END = "<!-- tool-decision-table -->", "<!-- /tool-decision-table -->"
 
 
-@pytest.mark.parametrize(
-    ("text", "defaults", "shaped", "gated", "counts"),
-    [
-        # (calls, invalid, responses, retrieval hit, format valid, assistant turns)
-        # right after a search: 1 + 0.1 (hit) + 0.05 (a valid call)
-        (SEARCHED_RIGHT, 1.0, 1.15, 1.0, (1, 0, 1, 1.0, 1.0, 2)),
-        # wrong after a search: 0 + 0.05
-        (SEARCHED_WRONG, 0.0, 0.05, 0.0, (1, 0, 1, 0.0, 1.0, 2)),
-        # right without searching: the answer reward alone, format valid (no call needed)
-        (NO_SEARCH_RIGHT, 1.0, 1.0, 1.0, (0, 0, 0, 0.0, 1.0, 1)),
-        # invalid JSON: 1 - 0.2; gated: invalid format pays -0.5
-        (BAD_JSON, 1.0, 0.8, -0.5, (1, 1, 1, 0.0, 0.0, 2)),
-        # a tool the config does not declare: 1 - 0.2
-        (UNDECLARED, 1.0, 0.8, -0.5, (1, 1, 1, 0.0, 0.0, 2)),
-        # a declared tool without its required `query`: 1 - 0.2
-        (MISSING_ARGUMENT, 1.0, 0.8, -0.5, (1, 1, 1, 0.0, 0.0, 2)),
-        # answered, then called: no final answer (none after the last tool response), so the
-        # answer reward is 0; the hit counts (+0.1), a valid call (+0.05); the format is
-        # invalid (an answer before a call, none after the last response)
-        (ANSWER_BEFORE_RESPONSE, 0.0, 0.15, -0.5, (1, 0, 1, 1.0, 0.0, 2)),
-        # Search-R1 tags: a search is a call of `search`, information a response
-        (SEARCH_R1, 1.0, 1.15, 1.0, (1, 0, 1, 1.0, 1.0, 1)),
-        # a tool response the model wrote in its own turn does not count as retrieval
-        (FABRICATED, 0.0, 0.05, 0.0, (1, 0, 1, 0.0, 1.0, 1)),
-    ],
-)
-def test_decision_table(
-    text: str, defaults: float, shaped: float, gated: float, counts: tuple[Any, ...]
-) -> None:
-    result = tool_score(text)
-    assert result["score"] == defaults
-    if text != ANSWER_BEFORE_RESPONSE:  # there the last answer tag is not the final answer
-        assert result["score"] == route("compute_score", "searchR1_nq", text, GOLDS, {})["score"]
-    assert tool_score(text, **SHAPED)["score"] == pytest.approx(shaped, abs=1e-12)
-    assert tool_score(text, invalid_format_score=-0.5)["score"] == gated
-    assert tuple(result[key] for key in TOOL_KEYS[:-1]) == counts
+class Row(NamedTuple):
+    trajectory: str
+    """How docs/multiturn.md names it."""
+    text: str
+    defaults: float
+    shaped: float
+    gated: float
+    counts: tuple[Any, ...]
+    """(calls, invalid, responses, retrieval hit, format valid, assistant turns)"""
+
+
+DECISION_TABLE = [
+    # right after a search: 1 + 0.1 (hit) + 0.05 (a valid call)
+    Row("searched, found the gold, right answer", SEARCHED_RIGHT, 1, 1.15, 1, (1, 0, 1, 1, 1, 2)),
+    # wrong after a search: 0 + 0.05
+    Row("searched, wrong answer", SEARCHED_WRONG, 0, 0.05, 0, (1, 0, 1, 0, 1, 2)),
+    # right without searching: the answer reward alone, format valid (no call needed)
+    Row("right answer without searching", NO_SEARCH_RIGHT, 1, 1, 1, (0, 0, 0, 0, 1, 1)),
+    # invalid JSON: 1 - 0.2; gated: invalid format pays -0.5
+    Row("a call with invalid JSON, then right", BAD_JSON, 1, 0.8, -0.5, (1, 1, 1, 0, 0, 2)),
+    # a tool the config does not declare: 1 - 0.2
+    Row("a call to an undeclared tool, then right", UNDECLARED, 1, 0.8, -0.5, (1, 1, 1, 0, 0, 2)),
+    # a declared tool without its required `query`: 1 - 0.2
+    Row(
+        "a call without the tool's required argument, then right",
+        MISSING_ARGUMENT,
+        1,
+        0.8,
+        -0.5,
+        (1, 1, 1, 0, 0, 2),
+    ),
+    # answered, then called: no final answer (none after the last tool response), so the
+    # answer reward is 0; the hit counts (+0.1), a valid call (+0.05); the format is invalid
+    # (an answer before a call, none after the last response)
+    Row(
+        "answered, then searched (found the gold), no answer after",
+        ANSWER_BEFORE_RESPONSE,
+        0,
+        0.15,
+        -0.5,
+        (1, 0, 1, 1, 0, 2),
+    ),
+    # Search-R1 tags: a search is a call of `search`, information a response
+    Row("Search-R1 tags, found, right", SEARCH_R1, 1, 1.15, 1, (1, 0, 1, 1, 1, 1)),
+    # a tool response the model wrote in its own turn answers no call: no hit, and the format
+    # is invalid
+    Row(
+        "a tool response the model wrote in its own turn, wrong answer",
+        FABRICATED,
+        0,
+        0.05,
+        -0.5,
+        (1, 0, 1, 0, 0, 1),
+    ),
+    # a tool turn with no call before it: the model wrote it; no hit, no valid call
+    Row(
+        "a tool turn the model wrote with no call before it, right answer",
+        FORGED_TOOL_TURN,
+        1,
+        1,
+        -0.5,
+        (0, 0, 1, 0, 0, 2),
+    ),
+    # <information> that follows no <search>: the model's, after a real response without gold
+    Row(
+        "an `<information>` block the model wrote after a real response, wrong answer",
+        FORGED_INFORMATION,
+        0,
+        0.05,
+        -0.5,
+        (1, 0, 2, 0, 0, 2),
+    ),
+]
+
+
+@pytest.mark.parametrize("row", DECISION_TABLE, ids=lambda row: row.trajectory)
+def test_decision_table(row: Row) -> None:
+    result = tool_score(row.text)
+    assert result["score"] == row.defaults
+    if row.text != ANSWER_BEFORE_RESPONSE:  # there the last answer tag is not the final answer
+        qa = route("compute_score", "searchR1_nq", row.text, GOLDS, {})
+        assert result["score"] == qa["score"]
+    assert tool_score(row.text, **SHAPED)["score"] == pytest.approx(row.shaped, abs=1e-12)
+    assert tool_score(row.text, **GATED)["score"] == row.gated
+    assert tuple(result[key] for key in TOOL_KEYS[:6]) == row.counts
     assert list(result) == [*QA_KEYS, *TOOL_KEYS]
+
+
+def render_decision_table() -> str:
+    """The decision table of docs/multiturn.md, as Markdown."""
+    lines = ["| trajectory | default | shaped | gated |", "|---|---|---|---|"]
+    for row in DECISION_TABLE:
+        lines.append(f"| {row.trajectory} | {row.defaults:g} | {row.shaped:g} | {row.gated:g} |")
+    return "\n".join(lines)
+
+
+def test_doc_table_is_generated_from_this_file() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    assert text.count(TABLE_START) == 1 and text.count(TABLE_END) == 1
+    block = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
+    assert block.strip() == render_decision_table(), "run: python tests/test_tool_agent_reward.py"
+    shown = ", ".join(f"{key}={value:g}" for key, value in {**SHAPED, **GATED}.items())
+    for key, value in {**SHAPED, **GATED}.items():
+        assert f"`{key}={value:g}`" in text, f"docs/multiturn.md must name {shown}"
 
 
 def test_answer_rules_equal_the_qa_scorers() -> None:
@@ -169,3 +243,9 @@ def test_bad_tool_config_file(tmp_path: Path) -> None:
     config.write_text("tools:\n  - class_name: x\n", encoding="utf-8")
     with pytest.raises(InvalidOption, match=r"tools\[0\] has no tool_schema.function.name"):
         tool_score(NO_SEARCH_RIGHT, tool_config=str(config))
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(f"{TABLE_START}\n{render_decision_table()}\n{TABLE_END}\n")
