@@ -266,7 +266,8 @@ def final_answer(trajectory: Trajectory, text: str, extract: str) -> str | None:
 
 
 class ToolUse(NamedTuple):
-    """What the guards read from a trajectory: the counts behind :data:`GUARD_KEYS`."""
+    """What the tool options read from a trajectory, beside its parse: the calls' validity, the
+    searches, the queries and what the real tool responses hold."""
 
     invalid: int
     """Calls that are invalid (:func:`call_error`)."""
@@ -393,10 +394,10 @@ def score_tool(
         InvalidInput: ``extra_info`` or its ``tool_rewards`` break :func:`tool_reward_sum`'s
             rule.
     """
-    guards = {name: options.pop(name, default) for name, default in TOOL_DEFAULTS.items()}
-    qa_options = options
+    tool_options = {name: options.pop(name, default) for name, default in TOOL_DEFAULTS.items()}
+    qa_options = options  # what is left
     tool_rewards = tool_reward_sum(extra_info)
-    trajectory = parse_trajectory(solution_str, tool_format=guards["tool_format"])
+    trajectory = parse_trajectory(solution_str, tool_format=tool_options["tool_format"])
     answer = final_answer(trajectory, solution_str, qa_options.get("extract", "last"))
     measure = None if metric is None else cached_metric(metric, metric_options)
     outcome = qa_outcome(
@@ -411,18 +412,17 @@ def score_tool(
     comparison = outcome.comparison
     acc = outcome.paid_match if answer_rule in ("em", "subem") else comparison.em
     result = qa_result(outcome, acc and not comparison.too_long)
-    use = read_tool_use(
-        trajectory, declared_tools(guards["tool_config"]), golds, answer, qa_options
-    )
-    if guards["require_grounding"] and outcome.paid_match and not use.grounded:
+    tools = declared_tools(tool_options["tool_config"])
+    use = read_tool_use(trajectory, tools, golds, answer, qa_options)
+    if tool_options["require_grounding"] and outcome.paid_match and not use.grounded:
         result["score"] = float(qa_options.get("format_score", 0.0))
-    result.update(tool_keys(trajectory, use, guards, tool_rewards))
-    result["score"] = shaped_score(result["score"], trajectory, use, guards, result)
+    result.update(tool_keys(trajectory, use, tool_options, tool_rewards))
+    result["score"] = shaped_score(result["score"], tool_options, result)
     return result
 
 
 def tool_keys(
-    trajectory: Trajectory, use: ToolUse, guards: Mapping[str, Any], tool_rewards: float
+    trajectory: Trajectory, use: ToolUse, tool_options: Mapping[str, Any], tool_rewards: float
 ) -> dict[str, float | int]:
     """The values of :data:`TOOL_KEYS` for one trajectory."""
     calls = len(trajectory.calls)
@@ -430,7 +430,7 @@ def tool_keys(
     format_valid = (
         not use.invalid
         and not forged
-        and calls <= guards["max_tool_calls"]
+        and calls <= tool_options["max_tool_calls"]
         and trajectory.answer is not None
         and not trajectory.answer_before_call
     )
@@ -445,32 +445,27 @@ def tool_keys(
         "searches": use.searches,
         "unsearched": 1.0 if use.searches == 0 else 0.0,
         "repeated_queries": use.repeated_queries,
-        "extra_tool_calls": max(0, calls - guards["free_tool_calls"]),
+        "extra_tool_calls": max(0, calls - tool_options["free_tool_calls"]),
         "forged_responses": forged,
         "searched_after_answer": 1.0 if trajectory.answer_before_call else 0.0,
         "grounded": 1.0 if use.grounded else 0.0,
     }
 
 
-def shaped_score(
-    score: float,
-    trajectory: Trajectory,
-    use: ToolUse,
-    guards: Mapping[str, Any],
-    keys: Mapping[str, Any],
-) -> float:
-    """The answer reward ``score`` with the tool options applied, in the order of the module
-    docstring's sum."""
-    if guards["invalid_format_score"] is not None and not keys["format_valid"]:
-        score = guards["invalid_format_score"]
-    if use.hit:
-        score += guards["retrieval_score"]
-    if len(trajectory.calls) > use.invalid:
-        score += guards["search_bonus"]
-    score -= guards["invalid_call_penalty"] * use.invalid
-    score -= guards["missing_search_penalty"] * max(0, guards["min_searches"] - use.searches)
-    score -= guards["repeated_query_penalty"] * use.repeated_queries
-    score -= guards["extra_call_penalty"] * keys["extra_tool_calls"]
-    score -= guards["forged_response_penalty"] * keys["forged_responses"]
-    score += guards["tool_reward_weight"] * keys["tool_reward_sum"]
+def shaped_score(score: float, tool_options: Mapping[str, Any], keys: Mapping[str, Any]) -> float:
+    """The answer reward ``score`` with the tool options applied to the trajectory's
+    :data:`TOOL_KEYS` values ``keys``, in the order of the module docstring's sum."""
+    if tool_options["invalid_format_score"] is not None and not keys["format_valid"]:
+        score = tool_options["invalid_format_score"]
+    if keys["retrieval_hit"]:
+        score += tool_options["retrieval_score"]
+    if keys["tool_calls"] > keys["invalid_tool_calls"]:
+        score += tool_options["search_bonus"]
+    shortfall = max(0, tool_options["min_searches"] - keys["searches"])
+    score -= tool_options["invalid_call_penalty"] * keys["invalid_tool_calls"]
+    score -= tool_options["missing_search_penalty"] * shortfall
+    score -= tool_options["repeated_query_penalty"] * keys["repeated_queries"]
+    score -= tool_options["extra_call_penalty"] * keys["extra_tool_calls"]
+    score -= tool_options["forged_response_penalty"] * keys["forged_responses"]
+    score += tool_options["tool_reward_weight"] * keys["tool_reward_sum"]
     return float(score)
