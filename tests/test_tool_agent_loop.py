@@ -453,6 +453,9 @@ def test_both_managers_pay_compute_score_tool_on_the_decoded_response(
             "retrieval_hit": 1.0,
             "format_valid": 1.0,
             "assistant_turns": 2,
+            # verl's own tool turn answers the call: the reward pairs them
+            "searches": 1,
+            "forged_responses": 0,
         }
     assert reward_extra_info(naive.output) == reward_extra_info(gdpo.output)
 
@@ -464,6 +467,8 @@ TOOL_KEYS_CHECKED = (
     "retrieval_hit",
     "format_valid",
     "assistant_turns",
+    "searches",
+    "forged_responses",
 )
 
 
@@ -495,6 +500,8 @@ def test_a_malformed_call_beside_a_valid_one(
     assert info == pytest.approx(expected)
     assert info["invalid_tool_calls"] == 1 and info["tool_calls"] == 2
     assert info["format_valid"] == 0.0 and info["retrieval_hit"] == 1.0
+    # the one response answers the call verl ran, not the dropped one
+    assert (info["searches"], info["forged_responses"]) == (1, 0)
     assert info["score"] == pytest.approx(0.75)  # right answer 1.0, one invalid call -0.25
     assert run.output.batch["rm_scores"][0].sum().item() == pytest.approx(0.75)
 
