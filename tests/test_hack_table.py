@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from generated_docs import assert_generated, marked
 
 import reward_plugins
 from reward_plugins.plugins import search_r1
 
 HACKS_DOC = Path(__file__).resolve().parents[1] / "docs" / "reward-hacks.md"
-TABLE_START, TABLE_END = "<!-- hack-table -->", "<!-- /hack-table -->"
+TABLE_MARKER = "hack-table"
 
 PARIS_FULLWIDTH = "\uff30\uff41\uff52\uff49\uff53"  # FULLWIDTH LATIN "Paris"
 IDEOGRAPHIC_FULL_STOP = "\u3002"
@@ -281,11 +282,8 @@ def render_table() -> str:
 
 
 def test_doc_table_is_generated_from_this_file() -> None:
-    text = HACKS_DOC.read_text(encoding="utf-8")
-    assert text.count(TABLE_START) == 1 and text.count(TABLE_END) == 1
-    block = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
-    assert block.strip() == render_table(), "run: python tests/test_hack_table.py"
+    assert_generated(HACKS_DOC, TABLE_MARKER, render_table(), "tests/test_hack_table.py")
 
 
 if __name__ == "__main__":
-    sys.stdout.write(f"{TABLE_START}\n{render_table()}\n{TABLE_END}\n")
+    sys.stdout.write(marked(TABLE_MARKER, render_table()))

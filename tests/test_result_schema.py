@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from generated_docs import assert_generated, marked
 from test_cli_helpers import REPO, read_jsonl, run_cli_with_script, write_jsonl
 
 import reward_plugins
@@ -35,7 +36,7 @@ from reward_plugins.results import SCORE_ONLY, ResultKey, check_schema, complete
 from reward_plugins.router import check_options, result_schema, route, scorer_result_schema
 
 COMPOSITION_DOC = REPO / "docs" / "composition.md"
-TABLE_START, TABLE_END = "<!-- gdpo-table -->", "<!-- /gdpo-table -->"
+TABLE_MARKER = "gdpo-table"
 EXAMPLE = REPO / "examples" / "gsm8k_reward"
 
 SCORE = ResultKey("score", "reward", "score", gdpo=True)
@@ -407,11 +408,10 @@ def render_gdpo_table() -> str:
 
 
 def test_gdpo_table_is_generated_from_the_registrations() -> None:
-    text = COMPOSITION_DOC.read_text(encoding="utf-8")
-    assert text.count(TABLE_START) == 1 and text.count(TABLE_END) == 1
-    block = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
-    assert block.strip() == render_gdpo_table(), "run: python tests/test_result_schema.py"
+    assert_generated(
+        COMPOSITION_DOC, TABLE_MARKER, render_gdpo_table(), "tests/test_result_schema.py"
+    )
 
 
 if __name__ == "__main__":
-    sys.stdout.write(f"{TABLE_START}\n{render_gdpo_table()}\n{TABLE_END}\n")
+    sys.stdout.write(marked(TABLE_MARKER, render_gdpo_table()))

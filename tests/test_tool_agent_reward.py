@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from generated_docs import assert_generated, marked
 
 import reward_plugins
 from reward_plugins import InvalidOption
@@ -59,7 +60,7 @@ def tool_score(text: str, golds: Any = GOLDS, **options: Any) -> dict[str, Any]:
 SHAPED = {"retrieval_score": 0.1, "search_bonus": 0.05, "invalid_call_penalty": 0.2}
 GATED = {"invalid_format_score": -0.5}
 DOC = Path(__file__).resolve().parents[1] / "docs" / "multiturn.md"
-TABLE_START, TABLE_END = "<!-- tool-decision-table -->", "<!-- /tool-decision-table -->"
+TABLE_MARKER = "tool-decision-table"
 
 
 class Row(NamedTuple):
@@ -159,13 +160,10 @@ def render_decision_table() -> str:
 
 
 def test_doc_table_is_generated_from_this_file() -> None:
+    assert_generated(DOC, TABLE_MARKER, render_decision_table(), "tests/test_tool_agent_reward.py")
     text = DOC.read_text(encoding="utf-8")
-    assert text.count(TABLE_START) == 1 and text.count(TABLE_END) == 1
-    block = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
-    assert block.strip() == render_decision_table(), "run: python tests/test_tool_agent_reward.py"
-    shown = ", ".join(f"{key}={value:g}" for key, value in {**SHAPED, **GATED}.items())
-    for key, value in {**SHAPED, **GATED}.items():
-        assert f"`{key}={value:g}`" in text, f"docs/multiturn.md must name {shown}"
+    for key, value in {**SHAPED, **GATED}.items():  # the options the columns are scored with
+        assert f"`{key}={value:g}`" in text, f"docs/multiturn.md must name {key}={value:g}"
 
 
 def test_answer_rules_equal_the_qa_scorers() -> None:
@@ -248,4 +246,4 @@ def test_bad_tool_config_file(tmp_path: Path) -> None:
 if __name__ == "__main__":
     import sys
 
-    sys.stdout.write(f"{TABLE_START}\n{render_decision_table()}\n{TABLE_END}\n")
+    sys.stdout.write(marked(TABLE_MARKER, render_decision_table()))

@@ -21,6 +21,7 @@ from statistics import mean
 from typing import Any, NamedTuple
 
 import pytest
+from generated_docs import assert_generated, marked
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from trajectories import HACKS as HACK_CLASSES
@@ -30,7 +31,7 @@ import reward_plugins
 from reward_plugins.plugins.composed import load_recipe
 
 HACKS_DOC = Path(__file__).resolve().parents[1] / "docs" / "reward-hacks.md"
-TABLE_START, TABLE_END = "<!-- tool-hack-table -->", "<!-- /tool-hack-table -->"
+TABLE_MARKER = "tool-hack-table"
 RECIPE = "search_agent_guarded"
 
 QUESTION = Instance(
@@ -315,10 +316,7 @@ def render_table() -> str:
 
 
 def test_doc_table_is_generated_from_this_file() -> None:
-    text = HACKS_DOC.read_text(encoding="utf-8")
-    assert text.count(TABLE_START) == 1 and text.count(TABLE_END) == 1
-    block = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
-    assert block.strip() == render_table(), "run: python tests/test_tool_hack_table.py"
+    assert_generated(HACKS_DOC, TABLE_MARKER, render_table(), "tests/test_tool_hack_table.py")
 
 
 def measure(count: int = 150, seed: int = 0) -> str:
@@ -361,4 +359,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--measure"]:
         sys.stdout.write(measure() + "\n")
     else:
-        sys.stdout.write(f"{TABLE_START}\n{render_table()}\n{TABLE_END}\n")
+        sys.stdout.write(marked(TABLE_MARKER, render_table()))
