@@ -148,11 +148,6 @@ class ToolResponse:
     closed: bool = True
     call: int | None = None
 
-    @property
-    def answers_a_call(self) -> bool:
-        """Whether the environment put it there (it answers a call), not the model."""
-        return self.call is not None
-
 
 Event = ToolCall | ToolResponse
 

@@ -303,7 +303,8 @@ def read_tool_use(
     normalize = get_normalizer(normalizer)
     word_boundary = qa_options.get("subem_word_boundary", False)
     calls = trajectory.calls
-    answered = {response.call for response in trajectory.real_responses}
+    real = trajectory.real_responses
+    answered = {response.call for response in real}
     invalid = searches = repeated = 0
     seen: set[str] = set()
     for index, call in enumerate(calls):
@@ -315,7 +316,7 @@ def read_tool_use(
             key = normalize(query)
             repeated += key in seen
             seen.add(key)
-    texts = [response.text for response in trajectory.real_responses]
+    texts = [response.text for response in real]
     reject_empty = qa_options.get("reject_empty_gold", False)
     hit = retrieval_hit(texts, golds, normalizer, word_boundary, reject_empty)
     grounded = hit or bool(
