@@ -60,6 +60,8 @@ class Hack(NamedTuple):
     """The result key that names the hack."""
     recipe: tuple[float, float]
     """Hack and twin under ``search_agent_guarded``."""
+    unguarded: str = "(always on)"
+    """What the guard column says when no option is needed."""
 
 
 RETRIEVAL = {"retrieval_score": 0.1}
@@ -173,6 +175,7 @@ HACKS = [
         1.0,
         "em",
         (0.1, 1.1),
+        "(none: a list is not an exact match)",
     ),
 ]
 
@@ -295,12 +298,12 @@ def _options(options: dict[str, Any]) -> str:
 def render_table() -> str:
     """The search-agent hack table of ``docs/reward-hacks.md``, as Markdown."""
     lines = [
-        "| hack | options of both | default | guard | with the guard | honest twin's reward, "
+        "| hack | options of both | default (Search-R1's EM) | guard | with the guard | honest twin's reward, "
         f"guard off and on | key | `{RECIPE}`: hack / twin |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in HACKS:
-        guard = _options(row.guard) if row.guard else "(always on)"
+        guard = _options(row.guard) if row.guard else row.unguarded
         cells = [
             row.hack,
             _options(row.base),
