@@ -298,8 +298,8 @@ def _options(options: dict[str, Any]) -> str:
 def render_table() -> str:
     """The search-agent hack table of ``docs/reward-hacks.md``, as Markdown."""
     lines = [
-        "| hack | options of both | default (Search-R1's EM) | guard | with the guard | honest twin's reward, "
-        f"guard off and on | key | `{RECIPE}`: hack / twin |",
+        "| hack | options of both | default (Search-R1's EM) | guard | with the guard "
+        f"| honest twin's reward, guard off and on | key | `{RECIPE}`: hack / twin |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in HACKS:
