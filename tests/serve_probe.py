@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,6 +67,16 @@ def children_of(pid: int, marker: bytes = b"") -> list[int]:
             if ppid == pid and marker in line:
                 found.append(int(entry.name))
     return found
+
+
+def still_alive(pids: list[int], seconds: float = 30.0) -> list[int]:
+    """The processes of ``pids`` still running after waiting up to ``seconds`` for them all to
+    end (multiprocessing's resource tracker ends only once it reads its parent's end of a pipe,
+    a moment after the parent has exited)."""
+    until = time.monotonic() + seconds
+    while any(alive(pid) for pid in pids) and time.monotonic() < until:
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
 
 
 def alive(pid: int) -> bool:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_probe import PROBE, alive, children_of, write_probe_site
+from serve_probe import PROBE, alive, children_of, still_alive, write_probe_site
 
 from reward_plugins.router import route, scorer_result_schema
 from reward_plugins.serve.protocols import response_text
@@ -245,11 +245,7 @@ def test_a_signal_stops_it_cleanly_mid_request(
     assert waiting and waiting[0] != 200  # the waiting client is let go, not answered 200
     assert code == 0 and "Traceback" not in stderr and stderr == "", stderr
     assert not any(alive(pid) for pid in workers)  # stopped before the server exited
-    # multiprocessing's resource tracker ends once it reads the server's end of its pipe
-    until = time.monotonic() + 30
-    while any(alive(pid) for pid in children) and time.monotonic() < until:
-        time.sleep(0.05)
-    assert not any(alive(pid) for pid in children)
+    assert still_alive(children) == []  # the resource tracker ends a moment after the server
 
 
 def test_a_signal_stops_an_in_process_server_stuck_on_a_row(
