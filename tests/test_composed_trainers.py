@@ -19,6 +19,11 @@ from reward_plugins.adapters.trl import make_reward_func
 from reward_plugins.router import route
 
 RECIPE_CONFIGS = ("recipe_search_r1_em", "recipe_search_r1_shaped", "recipe_qa_f1_shaped")
+BASE_CONFIGS = {
+    **dict.fromkeys(RECIPE_CONFIGS, "search_r1_grpo"),
+    "recipe_search_agent_guarded": "search_r1_multiturn_grpo",
+}
+"""Each recipe config and the config it copies but for the reward."""
 MANAGERS = ("naive", "dapo", "rate_limited", "gdpo")
 
 
@@ -40,10 +45,10 @@ def expected_results(options: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("name", RECIPE_CONFIGS)
-def test_recipe_configs_differ_from_search_r1_grpo_only_in_the_reward(name: str) -> None:
+@pytest.mark.parametrize("name", BASE_CONFIGS)
+def test_recipe_configs_differ_from_their_base_only_in_the_reward(name: str) -> None:
     ours = OmegaConf.to_container(compose(name))
-    base = OmegaConf.to_container(compose("search_r1_grpo"))
+    base = OmegaConf.to_container(compose(BASE_CONFIGS[name]))
     assert ours["reward"].pop("custom_reward_function") == {
         **base["reward"].pop("custom_reward_function"),
         "name": "compute_score_composed",

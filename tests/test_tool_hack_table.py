@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from functools import cache
 from pathlib import Path
 from statistics import mean
 from typing import Any, NamedTuple
@@ -184,22 +185,20 @@ def tool_score(text: str, golds: tuple[str, ...], **options: Any) -> dict[str, A
     return reward_plugins.compute_score_tool("searchR1_nq", text, list(golds), **options)
 
 
+@cache
+def recipe_options(tool_format: str) -> dict[str, Any]:
+    """The options naming the recipe, or for Search-R1's loop its components with that format."""
+    if tool_format == "hermes":
+        return {"recipe": RECIPE}
+    components = [
+        {"scorer": c.scorer, "weight": c.weight, "as": c.prefix, **c.options}
+        for c in load_recipe(RECIPE).components
+    ]
+    return {"components": [{**c, "tool_format": tool_format} for c in components]}
+
+
 def recipe_score(text: str, golds: tuple[str, ...], tool_format: str = "hermes") -> float:
-    options: dict[str, Any] = {"recipe": RECIPE}
-    if tool_format != "hermes":  # the recipe with Search-R1's loop named instead
-        recipe = load_recipe(RECIPE)
-        options = {
-            "components": [
-                {
-                    "scorer": c.scorer,
-                    "weight": c.weight,
-                    "as": c.prefix,
-                    **c.options,
-                    "tool_format": tool_format,
-                }
-                for c in recipe.components
-            ]
-        }
+    options = recipe_options(tool_format)
     return reward_plugins.compute_score_composed("searchR1_nq", text, list(golds), **options)[
         "score"
     ]
