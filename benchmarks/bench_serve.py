@@ -247,8 +247,8 @@ def phases(rows: list[Row], repeats: int) -> dict[str, float]:
 
     from reward_plugins.results import keys_of
     from reward_plugins.router import result_schema
+    from reward_plugins.runtime.pool import ScorerPool
     from reward_plugins.serve import protocols
-    from reward_plugins.serve.pool import ScorerPool
     from reward_plugins.serve.service import ServiceLimits
 
     limits = ServiceLimits()

@@ -33,7 +33,7 @@ BUILT_METRICS = 256
 """Metrics built by name and option set for the QA scorers' ``metric=`` option."""
 
 SHARED_GROUND_TRUTHS = 4096
-"""Ground truths parsed once and shared by the rows of a dump (``rescore.rows``: its shared
+"""Ground truths parsed once and shared by the rows of a dump (``runtime.rows``: its shared
 objects, and the ``lru_cache`` of its parser)."""
 
 GROUND_TRUTH_MEMO_ENTRIES = 4096

@@ -53,7 +53,7 @@ def test_recipes_and_metrics_are_bounded() -> None:
 
 
 def test_the_shared_ground_truths_of_a_dump_are_bounded() -> None:
-    from reward_plugins.rescore import rows
+    from reward_plugins.runtime import rows
 
     assert rows._shared.limit == cache.SHARED_GROUND_TRUTHS
     assert rows._numpy_strings.cache_info().maxsize == cache.SHARED_GROUND_TRUTHS

@@ -15,7 +15,7 @@ from reward_plugins.metrics.significance import DEFAULT_SAMPLES, DEFAULT_SEED, M
 from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
 from reward_plugins.rescore.compare import PROMPT_COLUMNS
 from reward_plugins.rescore.report import DEFAULT_EXAMPLES
-from reward_plugins.rescore.rows import DATA_SOURCE_COLUMN, GROUND_TRUTH_COLUMNS, RESPONSE_COLUMNS
+from reward_plugins.runtime.rows import DATA_SOURCE_COLUMN, GROUND_TRUTH_COLUMNS, RESPONSE_COLUMNS
 
 HEAVY = ("numpy", "pyarrow", "yaml", "reward_plugins.plugins", "reward_plugins.rescore")
 """Modules (and their submodules) that only scoring, reporting or checking needs."""
@@ -60,7 +60,7 @@ def test_a_scoring_command_does_import_the_engine() -> None:
     """The measure above sees imports: ``score --help`` adds the job's arguments, whose help
     comes from the engine."""
     loaded = _loaded("score", "--help")
-    assert "reward_plugins.rescore.rows" in loaded and "numpy" in loaded
+    assert "reward_plugins.runtime.rows" in loaded and "numpy" in loaded
 
 
 def test_path_runs_as_the_console_script() -> None:

@@ -51,7 +51,7 @@ def test_every_module_is_walked() -> None:
     assert {
         "reward_plugins.errors",
         "reward_plugins.rescore.execute",
-        "reward_plugins.rescore.ray_backend",
+        "reward_plugins.runtime.ray_session",
         "reward_plugins.rescore.report",
         "reward_plugins.search.server",
         "reward_plugins.tools.search",
@@ -82,7 +82,7 @@ def test_exception_classes_are_found() -> None:
         "reward_plugins.rescore.errors.RescoreError",
         "reward_plugins.rescore.errors.BadRowError",
         "reward_plugins.rescore.files.PathError",
-        "reward_plugins.rescore.ray_backend.RayUnavailable",
+        "reward_plugins.runtime.ray_session.RayUnavailable",
         "reward_plugins.rescore.errors.ReportError",
         "reward_plugins.tools.search.SearchFailed",
         "reward_plugins.serve.http.Refusal",
@@ -94,7 +94,7 @@ def test_exception_classes_are_found() -> None:
     ("name", "builtin"),
     [
         ("reward_plugins.rescore.files.PathError", ValueError),
-        ("reward_plugins.rescore.ray_backend.RayUnavailable", RuntimeError),
+        ("reward_plugins.runtime.ray_session.RayUnavailable", RuntimeError),
         ("reward_plugins.rescore.execute.DataError", ValueError),
     ],
 )

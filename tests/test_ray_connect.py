@@ -32,7 +32,7 @@ import pytest
 import ray
 import ray.data  # imported here, not in the timed sessions
 
-from reward_plugins.rescore.ray_backend import RayUnavailable, ray_session
+from reward_plugins.runtime.ray_session import RayUnavailable, ray_session
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ _SESSION = textwrap.dedent(
     """
     import json, sys
     import ray
-    from reward_plugins.rescore.ray_backend import ray_session
+    from reward_plugins.runtime.ray_session import ray_session
 
     address = sys.argv[1] or None
     package = sys.argv[2]

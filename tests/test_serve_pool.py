@@ -26,10 +26,10 @@ from serve_probe import PROBE, children_of, probe_installed
 
 from reward_plugins import UnknownScorer
 from reward_plugins.errors import RewardPluginsError
-from reward_plugins.rescore.rows import RowFailure
 from reward_plugins.router import route
-from reward_plugins.serve.pool import Overloaded, PoolError, ScorerPool
-from reward_plugins.serve.rows import CRASH, DEADLINE, TIMEOUT, Outcome, Row
+from reward_plugins.runtime.pool import Overloaded, PoolError, ScorerPool
+from reward_plugins.runtime.rows import RowFailure
+from reward_plugins.runtime.scoring import CRASH, DEADLINE, TIMEOUT, Outcome, Row
 
 PLUGINS = Path(__file__).resolve().parent / "serve_plugins"
 REPO = Path(__file__).resolve().parents[1]
@@ -134,7 +134,7 @@ def test_a_hanging_row_times_out_and_the_rest_go_on(
     rows = good_rows(20)
     rows[7] = probe_row("HANG here")
     first_pid = pool.worker_pids()
-    with caplog.at_level(logging.WARNING, logger="reward_plugins.serve.pool"):
+    with caplog.at_level(logging.WARNING, logger="reward_plugins.runtime.pool"):
         results = score(pool, rows)
     failure = results[7]
     assert isinstance(failure, RowFailure) and failure.reason == TIMEOUT
@@ -147,7 +147,7 @@ def test_a_hanging_row_times_out_and_the_rest_go_on(
     assert stats["rows_pending"] == 0
     assert pool.worker_pids() != first_pid  # a new worker ...
     assert score(pool, good_rows(30)) == expected(good_rows(30))  # ... that scores
-    lines = [r for r in caplog.records if r.name == "reward_plugins.serve.pool"]
+    lines = [r for r in caplog.records if r.name == "reward_plugins.runtime.pool"]
     assert len(lines) == 1 and "row timeout 1 s" in lines[0].getMessage()
     assert lines[0].exc_info is None
 
@@ -325,8 +325,8 @@ def test_a_script_without_a_main_guard_starts_a_pool(tmp_path: Path) -> None:
     script = tmp_path / "unguarded.py"
     script.write_text(
         "import asyncio\n"
-        "from reward_plugins.serve.pool import ScorerPool\n"
-        "from reward_plugins.serve.rows import Row\n"
+        "from reward_plugins.runtime.pool import ScorerPool\n"
+        "from reward_plugins.runtime.scoring import Row\n"
         "row = Row('searchR1_nq', '<answer>Paris</answer>', {'target': ['Paris']})\n"
         "with ScorerPool('compute_score', workers=1) as pool:\n"
         "    print(asyncio.run(pool.score([row], {}))[0]['score'])\n",

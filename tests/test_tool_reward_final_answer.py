@@ -24,7 +24,7 @@ import reward_plugins
 from reward_plugins.errors import InvalidInput, InvalidOption, RewardPluginsError
 from reward_plugins.plugins.tool_agent import tool_reward_sum
 from reward_plugins.router import route
-from reward_plugins.tools.schema import arguments_error
+from reward_plugins.tool_schema import arguments_error
 
 GOLDS = {"target": ["Paris"]}
 RULES = ("em", "subem", "f1")
@@ -310,7 +310,7 @@ def test_docstring_examples() -> None:
     import doctest
 
     import reward_plugins.plugins.tool_agent as tool_agent
-    import reward_plugins.tools.schema as schema
+    import reward_plugins.tool_schema as schema
 
     for module in (tool_agent, schema):
         failures, tried = doctest.testmod(module)

@@ -29,7 +29,7 @@ last tool response (with ``extract="first"``, the first of those), never a span 
 response, a call's arguments or a non-assistant turn; the anti-spam rule counts the answer tags
 the model wrote (``Trajectory.answer_tags``), in any turn. A call is valid when it is valid
 JSON naming a tool that ``tool_config`` declares with arguments that tool runs: for the search
-tool (``reward_plugins.tools.SearchTool``) the rule of :mod:`reward_plugins.tools.schema`,
+tool (``reward_plugins.tools.SearchTool``) the rule of :mod:`reward_plugins.tool_schema`,
 which the tool itself applies (``query`` or ``query_list``); for any other tool, the schema's
 ``required`` arguments. The format is valid when every call is valid, at most
 ``max_tool_calls`` calls were made, no tool response is the model's own, an answer follows the
@@ -80,8 +80,8 @@ from reward_plugins.plugins.search_r1 import QA_RESULTS
 from reward_plugins.registry import WILDCARD, scorer
 from reward_plugins.results import ResultKey, Schema, keys_of
 from reward_plugins.text import get_normalizer
+from reward_plugins.tool_schema import SEARCH_TOOL_CLASSES, arguments_error, parse_parameters
 from reward_plugins.tool_trajectory import ToolCall, ToolFormat, Trajectory, parse_trajectory
-from reward_plugins.tools.schema import SEARCH_TOOL_CLASSES, arguments_error, parse_parameters
 
 SHIPPED_TOOL_CONFIG = Path(__file__).resolve().parent.parent / "data" / "tools" / "search.yaml"
 """The tool YAML that ships with the package (the ``search`` tool); the default ``tool_config``."""

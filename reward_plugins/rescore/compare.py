@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from reward_plugins.options import is_finite_number
-from reward_plugins.rescore import rows
 from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.files import PathError, file_format
 from reward_plugins.rescore.formats import rows_of
-from reward_plugins.rescore.rows import GROUND_TRUTH_COLUMNS, RESULT_PREFIX
 from reward_plugins.results import ResultKey, Schema, complete
+from reward_plugins.runtime import rows
+from reward_plugins.runtime.rows import GROUND_TRUTH_COLUMNS, RESULT_PREFIX
 
 PROMPT_COLUMNS: tuple[str, ...] = ("input", "prompt")
 """Prompt columns looked for, in this order: verl's dumps call it ``input``, its datasets

@@ -24,7 +24,7 @@ spaces``, newlines between turns). A dataset key is found through a dictionary o
 ``SUFFIX_CHARS + 1`` look-ups: linear time, whatever the dataset's size.
 
 A dump row is then scored under the data source of the rows it joined; it is a bad row
-(:class:`~reward_plugins.rescore.rows.RowFailure`, named by file and line, counted in the
+(:class:`~reward_plugins.runtime.rows.RowFailure`, named by file and line, counted in the
 summary's skipped rows and written to the failures file) when
 
 - its ``input`` is missing or not a string (``missing prompt``),
@@ -33,7 +33,7 @@ summary's skipped rows and written to the failures file) when
   under two sources, or prompts that differ only in whitespace or in messages before the last,
 - its ground truth differs from that of every row it joined (``ground truth differs from
   dataset``): ground truths are compared as JSON with keys sorted and null fields left out, after
-  the dump's numpy-stringified lists are read back (:func:`~reward_plugins.rescore.rows.
+  the dump's numpy-stringified lists are read back (:func:`~reward_plugins.runtime.rows.
   ground_truth`). A dataset without ``reward_model.ground_truth`` is not checked.
 
 **Limits.** The join fails (the row is named, never relabelled) when the prompt's last message
@@ -60,10 +60,11 @@ from typing import Any, NamedTuple
 import orjson
 
 from reward_plugins.errors import RewardPluginsError
-from reward_plugins.rescore import files, rows
+from reward_plugins.rescore import files
 from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.formats import SUFFIXES, format_named, rows_of
 from reward_plugins.rescore.formats.parquet import parquet_module
+from reward_plugins.runtime import rows
 
 PROMPT_COLUMN = "input"
 """The dump's column of decoded prompts (verl's ``_write_generations``)."""

@@ -12,56 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
-from reward_plugins.rescore import datasets, rows, summary
+from reward_plugins.rescore import datasets, summary
 from reward_plugins.rescore.background import in_background
 from reward_plugins.rescore.errors import BadRowError, DataError, RescoreError
 from reward_plugins.rescore.formats import read_chunks
+from reward_plugins.rescore.job import ScoreJob
 from reward_plugins.rescore.output import Failures, Progress, Stats, Writer
 from reward_plugins.rescore.plan import Plan, check_outputs, find_columns, output_schema, plan
-from reward_plugins.rescore.records import ScoredRow
-from reward_plugins.rescore.workers import WorkerJob, executor, takes_extra_info, usable_cpus
+from reward_plugins.rescore.workers import WorkerJob, executor, usable_cpus
+from reward_plugins.runtime import rows
+from reward_plugins.runtime.scoring import takes_extra_info
 
 __all__ = ["BadRowError", "Progress", "RescoreError", "ScoreJob", "run", "usable_cpus"]
-
-
-@dataclass(frozen=True)
-class ScoreJob:
-    """What ``reward-plugins score`` (or ``report``) was asked to do.
-
-    ``inputs`` are files, directories (verl's ``{step}.jsonl`` run directories) or glob
-    patterns. ``output`` is a file for one input file, a directory for a run (one output per
-    input, same name), or with ``merge`` one file for all; ``None`` scores and summarizes only.
-    ``workers`` is the number of local processes, or the CPUs of a local Ray instance (``None``:
-    1 locally, every CPU on Ray). ``quiet`` silences Ray. ``describe`` (a picklable function of
-    a :class:`ScoredRow`) runs in the workers on every scored row; :func:`run` hands its results
-    to ``on_described`` in input order. ``also_writes`` names the files the caller writes besides
-    (a summary): none may be an input or an output. ``datasets`` are verl's dataset files of the
-    run: each row's data source is joined from them on its prompt (:mod:`.datasets`).
-    """
-
-    inputs: tuple[str | Path, ...]
-    output: Path | None = None
-    merge: bool = False
-    scorer: str = "compute_score"
-    options: Mapping[str, Any] = field(default_factory=dict)
-    data_source: str | None = None
-    data_source_column: str | None = None
-    response_column: str | None = None
-    ground_truth_column: str | None = None
-    on_error: Literal["fail", "skip"] = "fail"
-    workers: int | None = None
-    backend: Literal["local", "ray"] = "local"
-    ray_address: str | None = None
-    quiet: bool = False
-    resume: bool = False
-    describe: Callable[[ScoredRow], Any] | None = None
-    also_writes: tuple[Path, ...] = ()
-    datasets: tuple[Path, ...] = ()
 
 
 def run(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import hashlib
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from typing import Any
 
 from reward_plugins.errors import RewardPluginsError
 from reward_plugins.rescore.formats import SUFFIXES, Format, format_named
+from reward_plugins.rescore.formats.base import file_digest as file_digest
 from reward_plugins.rescore.messages import plural
 
 MANIFEST_NAME = ".reward-plugins-manifest.json"
@@ -319,12 +319,6 @@ def _remove_matching(directory: Path, prefix: str) -> None:
 
 
 # ------------------------------------------------------------------------------ manifest
-
-
-def file_digest(path: Path) -> str:
-    """The sha256 of a file's bytes, hex."""
-    with path.open("rb") as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def file_crc32(path: Path) -> str:

@@ -13,16 +13,15 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from reward_plugins.errors import RewardPluginsError
-from reward_plugins.rescore import datasets, files, rows
+from reward_plugins.rescore import datasets, files
 from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.formats import Format, rows_of
+from reward_plugins.rescore.job import ScoreJob
 from reward_plugins.router import check_options
-
-if TYPE_CHECKING:
-    from reward_plugins.rescore.execute import ScoreJob
+from reward_plugins.runtime import rows
 
 COLUMN_SAMPLE_ROWS = 1000
 """The columns a job reads are chosen from this many rows at the start of its inputs."""

@@ -18,19 +18,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from reward_plugins.errors import InvalidGroundTruth, UnknownDataSource, UnknownScorer
-from reward_plugins.registry import registrations_named
-from reward_plugins.rescore import datasets, rows, summary
+from reward_plugins.rescore import datasets, summary
 from reward_plugins.rescore.errors import RescoreError
 from reward_plugins.rescore.formats import Chunk, ChunkWriter, Format
 from reward_plugins.rescore.formats.base import NO_OUTPUT
+from reward_plugins.rescore.job import ScoreJob
 from reward_plugins.rescore.records import ScoredRow
-from reward_plugins.router import route
-
-if TYPE_CHECKING:
-    from reward_plugins.rescore.execute import ScoreJob
+from reward_plugins.runtime import rows
+from reward_plugins.runtime.scoring import score_one
 
 IN_FLIGHT_PER_WORKER = 3
 
@@ -82,34 +79,7 @@ class WorkerJob:
     sources: datasets.PromptIndex | None = None  # --dataset: each row's data source joined
 
 
-def takes_extra_info(scorer: str) -> bool:
-    """Whether a registration of ``scorer`` receives ``extra_info`` (the row's, see
-    :func:`rows.extra_info`); only then is it built for each row."""
-    return any("extra_info" in found.context for found in registrations_named(scorer))
-
-
 # --------------------------------------------------------------------------- the worker
-
-
-def score_one(
-    scorer: str,
-    options: Mapping[str, Any],
-    source: str,
-    response: str,
-    truth: Any,
-    extra_info: Mapping[str, Any] | None = None,
-) -> dict[str, Any] | rows.RowFailure:
-    """Score one row; a row the scorer cannot read becomes a :class:`RowFailure`."""
-    try:
-        return dict(route(scorer, source, response, truth, options, extra_info=extra_info))
-    except InvalidGroundTruth as error:
-        return rows.RowFailure("invalid ground truth", f"invalid ground truth: {error}")
-    except UnknownDataSource as error:
-        return rows.RowFailure("unknown data source", f"unknown data source: {error}")
-    except UnknownScorer as error:
-        return rows.RowFailure("unknown scorer", f"unknown scorer: {error}")
-    except Exception as error:
-        return rows.RowFailure("scorer error", f"scorer error: {type(error).__name__}: {error}")
 
 
 def _score_record(
@@ -315,7 +285,7 @@ def _ray_executor(
     except ImportError:
         raise RescoreError(f"--backend ray needs Ray: {RAY_INSTALL_HINT}") from None
     import reward_plugins
-    from reward_plugins.rescore.ray_backend import RayUnavailable, ray_session
+    from reward_plugins.runtime.ray_session import RayUnavailable, ray_session
 
     package = str(Path(reward_plugins.__file__).parent)
     with contextlib.ExitStack() as stack:

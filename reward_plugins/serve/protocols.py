@@ -74,9 +74,9 @@ import orjson
 from reward_plugins.config_reader import ConfigFileError, NotJSONError, parse_json_text
 from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.registry import registrations_named
-from reward_plugins.rescore.rows import RowFailure
+from reward_plugins.runtime.rows import RowFailure
+from reward_plugins.runtime.scoring import Outcome, Row
 from reward_plugins.serve.http import Refusal
-from reward_plugins.serve.rows import Outcome, Row
 
 MAX_DEPTH = 64
 """Collections nested in collections within one field (the package's configuration limit)."""

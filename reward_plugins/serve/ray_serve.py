@@ -1,7 +1,7 @@
 """Scale-out: the reward service as a Ray Serve deployment of N replicas.
 
 The same app as ``reward-plugins serve-rewards``, on Ray Serve (docs.ray.io/en/latest/serve):
-each replica builds its own :class:`~reward_plugins.serve.pool.ScorerPool` (``workers`` scorer
+each replica builds its own :class:`~reward_plugins.runtime.pool.ScorerPool` (``workers`` scorer
 processes) and :class:`~reward_plugins.serve.service.RewardService`, and answers every HTTP
 request with ``await service.handle(Request(method, path, body))``, so every path, protocol and
 error answer is the plain server's. Ray Serve's proxy spreads the requests over the replicas
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from reward_plugins.errors import RewardPluginsError
-from reward_plugins.serve.rows import Outcome, Row
+from reward_plugins.runtime.scoring import Outcome, Row
 
 if TYPE_CHECKING:
     from reward_plugins.serve.service import ServiceConfig
@@ -203,7 +203,7 @@ def ray_reward_server(
     Ray: this process's connection if it has one (left as it is on exit), else the cluster at
     ``address`` (``HOST:PORT``, ``ray://HOST:PORT``, ``auto``; default ``RAY_ADDRESS``) or a new
     local instance of ``cpus`` CPUs (default: what the replicas reserve) without the dashboard, as
-    :func:`reward_plugins.rescore.ray_backend.ray_session` connects (this checkout's package is
+    :func:`reward_plugins.runtime.ray_session.ray_session` connects (this checkout's package is
     shipped to the workers). Each of the ``replicas`` replicas reserves ``workers`` CPUs (at
     least one) for its scorer processes. The proxy listens on ``host:port`` (``0``: a port free
     on ``host`` when the call begins, as the yielded URL tells). The call returns
@@ -219,7 +219,7 @@ def ray_reward_server(
     from ray import serve
 
     import reward_plugins
-    from reward_plugins.rescore.ray_backend import RayUnavailable, ray_session
+    from reward_plugins.runtime.ray_session import RayUnavailable, ray_session
     from reward_plugins.serve.service import RewardService
 
     RewardService(config, _no_rows)  # the config's errors, before Ray and the replicas start

@@ -14,7 +14,7 @@ What every scoring request gets:
 - a deadline, ``request_timeout`` seconds from its arrival, handed to the pool (rows not started
   by then fail as ``deadline``); a pool that has not answered ``DEADLINE_GRACE`` seconds after
   it is answered 503 with ``Retry-After``;
-- a pool with no room (:class:`~reward_plugins.serve.pool.Overloaded`): 503 with
+- a pool with no room (:class:`~reward_plugins.runtime.pool.Overloaded`): 503 with
   ``Retry-After``;
 - fixed keys: the result keys are the union of ``router.result_schema(scorer, data_source,
   options)`` over the request's data sources (every registration of the scorer when none is
@@ -49,10 +49,11 @@ from reward_plugins.errors import (
 )
 from reward_plugins.options import is_finite_number
 from reward_plugins.registry import scorer_names
-from reward_plugins.rescore.rows import RowFailure
-from reward_plugins.rescore.workers import score_one
 from reward_plugins.results import Schema, keys_of, union
 from reward_plugins.router import check_options, result_schema, scorer_result_schema
+from reward_plugins.runtime.pool import Overloaded, ScorerPool
+from reward_plugins.runtime.rows import RowFailure
+from reward_plugins.runtime.scoring import DEADLINE, Outcome, Row, ScoreRows, score_one
 from reward_plugins.serve import protocols
 from reward_plugins.serve.http import (
     HttpServer,
@@ -63,8 +64,6 @@ from reward_plugins.serve.http import (
     overloaded,
     running_in_thread,
 )
-from reward_plugins.serve.pool import Overloaded, ScorerPool
-from reward_plugins.serve.rows import DEADLINE, Outcome, Row, ScoreRows
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +141,7 @@ class ServiceConfig:
 
 
 class InProcessRows:
-    """A :data:`~reward_plugins.serve.rows.ScoreRows` scoring in this process, in one daemon
+    """A :data:`~reward_plugins.runtime.scoring.ScoreRows` scoring in this process, in one daemon
     thread per request (``workers=0``): no isolation, a scorer that hangs holds its thread
     (the server still stops: the thread is not waited for) and one that crashes takes the
     server down; rows not started by the deadline fail as ``deadline``."""
@@ -386,7 +385,7 @@ def scorer_rows(
     max_worker_rss_mb: float = 2048.0,
 ) -> tuple[ScorerPool | None, ScoreRows, Callable[[], dict[str, Any]]]:
     """What scores a server's rows: ``(pool, score_rows, stats)``, a
-    :class:`~reward_plugins.serve.pool.ScorerPool` of ``workers`` processes (not started yet),
+    :class:`~reward_plugins.runtime.pool.ScorerPool` of ``workers`` processes (not started yet),
     or for ``workers=0`` no pool and :class:`InProcessRows` (no isolation)."""
     if workers == 0:
         in_process = InProcessRows(config.scorer)
@@ -403,7 +402,7 @@ class RewardServer:
     server's, so :func:`~reward_plugins.serve.http.serve_until_signal` and
     :func:`~reward_plugins.serve.http.running_in_thread` run it.
 
-    ``workers`` processes score the rows (:class:`~reward_plugins.serve.pool.ScorerPool`, each
+    ``workers`` processes score the rows (:class:`~reward_plugins.runtime.pool.ScorerPool`, each
     row within ``row_timeout`` s, a worker over ``max_worker_rss_mb`` recycled); ``workers=0``
     scores in this process (:class:`InProcessRows`: no isolation).
 

@@ -2,7 +2,7 @@
 
 ``SearchTool`` and ``SearchSettings`` need verl and aiohttp
 (``pip install 'reward-plugins[verl,search]'``) and are imported on first use, so
-:mod:`reward_plugins.tools.schema` (the arguments the tool runs, which the reward reads too)
+:mod:`reward_plugins.tool_schema` (the arguments the tool runs, which the reward reads too)
 imports without them.
 """
 

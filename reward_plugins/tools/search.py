@@ -16,7 +16,7 @@ formats the documents as Search-R1's rollout does (``search_r1/llm_agent/generat
 the results of several queries of one call are separated by a ``---`` line. A
 ``</tool_response>`` or ``</information>`` in the text is written ``</tool_response >``
 (:func:`defuse`), so a document cannot close the tool turn and pose as the model's answer.
-The arguments it runs are those of :mod:`reward_plugins.tools.schema`.
+The arguments it runs are those of :mod:`reward_plugins.tool_schema`.
 
 Config keys (all optional; verl builds the tool at start, and an unknown key, a key that is not
 a string or a value out of range raises :class:`~reward_plugins.errors.InvalidOption` then):
@@ -71,7 +71,7 @@ from uuid import uuid4
 
 from reward_plugins.errors import InvalidOption, RewardPluginsError
 from reward_plugins.options import is_finite_number
-from reward_plugins.tools.schema import DEFAULT_SCHEMA, parse_parameters
+from reward_plugins.tool_schema import DEFAULT_SCHEMA, parse_parameters
 
 try:
     from verl.tools.base_tool import BaseTool

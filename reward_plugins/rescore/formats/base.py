@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol
 
 from reward_plugins.rescore.errors import RescoreError
-from reward_plugins.rescore.rows import RowFailure
+from reward_plugins.runtime.rows import RowFailure
 
 
 class Chunk(NamedTuple):
@@ -233,3 +233,9 @@ def rows_of(path: Path, fmt: Format) -> Iterator[tuple[int, dict[str, Any] | Row
     for chunk in read_chunks(path, 0, fmt):
         for record in fmt.records(chunk.payload, chunk.first_number):
             yield record.number, record.parsed
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's bytes, hex."""
+    with path.open("rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()

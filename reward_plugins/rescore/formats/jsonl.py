@@ -18,7 +18,7 @@ import orjson
 
 from reward_plugins.rescore.background import BackgroundWriter
 from reward_plugins.rescore.formats.base import ChunkWriter, Format, OutputFile, Record
-from reward_plugins.rescore.rows import RowFailure
+from reward_plugins.runtime.rows import RowFailure
 
 JSONL_CHUNK_BYTES = 1 << 21
 """Bytes of JSONL per chunk (whole lines; a longer line makes a longer chunk)."""

@@ -19,9 +19,10 @@ from reward_plugins.rescore.formats.base import (
     Format,
     OutputFile,
     Record,
+    file_digest,
     read_chunks,
 )
-from reward_plugins.rescore.rows import RowFailure
+from reward_plugins.runtime.rows import RowFailure
 
 PARQUET_CHUNK_ROWS = 1024
 PARQUET_INSTALL_HINT = 'pip install "reward-plugins[parquet]"'
@@ -256,8 +257,6 @@ class ParquetFormat(Format):
 
     def fingerprint(self, path: Path) -> str:
         """The sha256 of the file."""
-        from reward_plugins.rescore.files import file_digest  # files imports the formats
-
         return file_digest(path)
 
     def fingerprint_read(self, path: Path, digests: Any) -> str:

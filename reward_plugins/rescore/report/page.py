@@ -8,10 +8,16 @@ their example rows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from reward_plugins.rescore.report import series  # MAX_OPEN_GROUPS read at run time
-from reward_plugins.rescore.report.aggregate import Agreement, Counts
+from reward_plugins.rescore.report.aggregate import (
+    Agreement,
+    Counts,
+    Moments,
+    RateExamples,
+    TopK,
+)
 from reward_plugins.rescore.report.charts import Charts
 from reward_plugins.rescore.report.markup import (
     HEAD,
@@ -39,8 +45,30 @@ from reward_plugins.rescore.report.series import (
 )
 from reward_plugins.results import ResultKey, Schema
 
-if TYPE_CHECKING:
-    from reward_plugins.rescore.report.run import RunReport
+
+class RunReport(Protocol):
+    """What the page reads of a run (:class:`reward_plugins.rescore.report.RunReport`, which
+    renders the page and so is not imported here)."""
+
+    rows: int
+    files: set[str]
+    columns: dict[str, int]
+    steps: dict[int | None, Moments]
+    sources: dict[str, Counts]
+    agreement: Agreement
+    reopened: set[int | None]
+    ungrouped: int
+    scorer: str | None
+    uniform: TopK
+    largest: dict[str, TopK]
+
+    @property
+    def full_title(self) -> str: ...
+
+    def schema(self) -> Schema: ...
+
+    def rate_examples(self, key: str) -> RateExamples: ...
+
 
 _NOTES = (
     "Charts and tables follow the scorer's result schema: the reward and its components "
