@@ -215,7 +215,7 @@ def server_versions() -> dict[str, str]:
     return {
         "serve.http": f"h11 {version('h11')}",
         "aiohttp.web": version("aiohttp"),
-        "uvicorn": f"{version('uvicorn')} (h11 {version('h11')})",
+        "uvicorn": f"{version('uvicorn')}, h11 {version('h11')}",
     }
 
 
