@@ -18,6 +18,10 @@ it bounds, each from the ``limits`` it is given (the servers' CLI options of the
 - request line and headers: :data:`MAX_HEADER_BYTES` (431).
 
 Every failure is one log line on the server's logger; a client that goes away is no traceback.
+
+Neither aiohttp.web nor uvicorn holds all of these limits through its own settings (no body read
+timeout, no connection cap, no 413 or no 408): ``benchmarks/http_hostile.py`` plays the hostile
+clients against all three, and ``docs/serving.md`` ("The HTTP layer") has its table.
 """
 
 from __future__ import annotations
