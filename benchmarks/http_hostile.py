@@ -1,10 +1,10 @@
 """Hostile clients against three HTTP servers given the same limits: does a maintained server
-hold the limits that ``reward_plugins.serve.http`` was written for?
+hold the limits that ``reward_plugins.runtime.http`` was written for?
 
 Each server answers ``POST /echo`` with ``{"bytes": N}`` (N: the body's length) and is given
 the same limits, through its own knobs only (no application code enforces a limit):
 
-- ``serve.http``: :class:`reward_plugins.serve.http.HttpServer` (asyncio + h11) with
+- ``runtime.http``: :class:`reward_plugins.runtime.http.HttpServer` (asyncio + h11) with
   ``max_body_mb``, ``read_timeout``, ``idle_timeout``, ``max_connections``, ``max_requests``;
 - ``aiohttp.web``: ``web.Application(client_max_size=...)``, ``web.AppRunner(...,
   keepalive_timeout=, max_line_size=, max_field_size=, lingering_time=)`` and
@@ -16,12 +16,13 @@ the same limits, through its own knobs only (no application code enforces a limi
   ASGI app reads the body whole (uvicorn has no body-size setting).
 
 Raw sockets play the clients. A scenario is *held* when the server ends the hostile client
-within the limit and the way the contract of ``serve.http`` says (``tests/test_retriever_server.py``
-is that contract): an answer (408, 413, 503) where the client can read one, a close where it
-cannot, no traceback, and a well-behaved client served meanwhile. Every cell says what was
-observed. The verdict rests on what happens, not on speed: each wait has a generous budget.
+within the limit and the way the contract of ``runtime.http`` says
+(``tests/test_retriever_server.py`` is that contract): an answer (408, 413, 503) where the
+client can read one, a close where it cannot, no traceback, and a well-behaved client served
+meanwhile. Every cell says what was observed. The verdict rests on what happens, not on
+speed: each wait has a generous budget.
 
-    python benchmarks/http_hostile.py [--timeout 1.0] [--short] [--servers serve.http,aiohttp.web]
+    python benchmarks/http_hostile.py [--timeout 1.0] [--short] [--servers runtime.http,aiohttp.web]
 """
 
 from __future__ import annotations
@@ -43,12 +44,12 @@ from typing import Any
 
 HOST = "127.0.0.1"
 HEADER_CAP = 16384
-"""Bytes of request line and headers every server is told to accept (serve.http's cap)."""
+"""Bytes of request line and headers every server is told to accept (runtime.http's cap)."""
 
 
 @dataclass(frozen=True)
 class Limits:
-    """The limits every server is given (the fields of ``serve.http``'s ``ConnectionLimits``)."""
+    """The limits every server is given (the fields of ``runtime.http``'s ``ConnectionLimits``)."""
 
     max_body_mb: float = 1.0
     read_timeout: float = 1.0
@@ -113,10 +114,10 @@ def in_thread(start: Callable[[], Any]) -> Iterator[int]:
 
 
 def serve_http(limits: Limits) -> Any:
-    """The current layer, ``reward_plugins.serve.http``."""
+    """The current layer, ``reward_plugins.runtime.http``."""
     import orjson
 
-    from reward_plugins.serve.http import HttpServer, Refusal, Request
+    from reward_plugins.runtime.http import HttpServer, Refusal, Request
 
     async def echo(request: Request) -> bytes:
         if request.path != "/echo":
@@ -204,16 +205,16 @@ def uvicorn_server(limits: Limits) -> Any:
 
 
 SERVERS: dict[str, Callable[[Limits], Any]] = {
-    "serve.http": serve_http,
+    "runtime.http": serve_http,
     "aiohttp.web": aiohttp_web,
     "uvicorn": uvicorn_server,
 }
 
 
 def server_versions() -> dict[str, str]:
-    """Each server's version (serve.http: h11's, the parser it uses)."""
+    """Each server's version (runtime.http: h11's, the parser it uses)."""
     return {
-        "serve.http": f"h11 {version('h11')}",
+        "runtime.http": f"h11 {version('h11')}",
         "aiohttp.web": version("aiohttp"),
         "uvicorn": f"{version('uvicorn')}, h11 {version('h11')}",
     }

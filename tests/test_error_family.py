@@ -85,7 +85,7 @@ def test_exception_classes_are_found() -> None:
         "reward_plugins.runtime.ray_session.RayUnavailable",
         "reward_plugins.rescore.errors.ReportError",
         "reward_plugins.tools.search.SearchFailed",
-        "reward_plugins.serve.http.Refusal",
+        "reward_plugins.runtime.http.Refusal",
         "reward_plugins.errors.InvalidOption",
     } <= found
 

@@ -72,6 +72,7 @@ def test_every_module_is_placed_in_a_layer() -> None:
         ("reward_plugins.serve.rows", "reward_plugins.runtime.scoring", "Row"),
         ("reward_plugins.serve.pool", "reward_plugins.runtime.pool", "ScorerPool"),
         ("reward_plugins.tools.schema", "reward_plugins.tool_schema", "arguments_error"),
+        ("reward_plugins.serve.http", "reward_plugins.runtime.http", "Refusal"),
     ],
 )
 def test_a_moved_module_forwards_its_names_with_a_warning(old: str, new: str, name: str) -> None:

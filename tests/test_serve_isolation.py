@@ -26,7 +26,7 @@ import pytest
 from serve_probe import PROBE, probe_installed
 
 from reward_plugins.router import route
-from reward_plugins.serve.http import running_in_thread
+from reward_plugins.runtime.http import running_in_thread
 from reward_plugins.serve.service import (
     RewardServer,
     ServiceConfig,

@@ -17,11 +17,11 @@ import pytest
 
 from reward_plugins import InvalidGroundTruth, InvalidInput, InvalidOption
 from reward_plugins.router import route
+from reward_plugins.runtime.http import Refusal, Request
 from reward_plugins.runtime.pool import Overloaded
 from reward_plugins.runtime.rows import RowFailure
 from reward_plugins.runtime.scoring import DEADLINE, Outcome, Row
 from reward_plugins.serve import protocols
-from reward_plugins.serve.http import Refusal, Request
 from reward_plugins.serve.service import (
     InProcessRows,
     RewardService,

@@ -40,7 +40,7 @@ from reward_plugins.config_reader import (
 )
 from reward_plugins.options import is_finite_number
 from reward_plugins.router import check_options, route
-from reward_plugins.serve.protocols import (  # the rules the reward server's /get_reward shares
+from reward_plugins.runtime.openrlhf_text import (  # shared with the reward server's /get_reward
     ASSISTANT_MARKERS,  # noqa: F401  (public names of this file)
     END_TOKENS,  # noqa: F401
     default_data_source,

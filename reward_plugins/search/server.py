@@ -14,7 +14,7 @@ count, the index path, the limits and the counters (cache, requests, connections
 How it stays responsive (every limit is a field of :class:`Limits`, a CLI option of
 ``reward-plugins retriever serve``):
 
-- the connections are :class:`reward_plugins.serve.http.HttpServer`'s (one event loop, every
+- the connections are :class:`reward_plugins.runtime.http.HttpServer`'s (one event loop, every
   connection limit below); searches run on a pool of ``search_threads`` threads (tantivy
   releases the GIL while it scores), never one thread per connection;
 - a request's queries are searched :data:`SEARCH_CHUNK` at a time, at most ``search_threads``
@@ -52,8 +52,7 @@ from typing import Any
 import orjson
 
 from reward_plugins.errors import InvalidInput
-from reward_plugins.search.index import Hit, SearchIndex
-from reward_plugins.serve.http import (
+from reward_plugins.runtime.http import (
     HttpServer,
     Refusal,
     Request,
@@ -63,6 +62,7 @@ from reward_plugins.serve.http import (
     running_in_thread,
     serve_until_signal,
 )
+from reward_plugins.search.index import Hit, SearchIndex
 
 logger = logging.getLogger(__name__)
 
@@ -446,5 +446,5 @@ def serve(
     ready: Callable[[RetrievalServer], None] | None = None,
 ) -> None:
     """Answer on ``host:port`` until SIGTERM or SIGINT (blocks); ``ready(server)`` once bound
-    (:func:`reward_plugins.serve.http.serve_until_signal`)."""
+    (:func:`reward_plugins.runtime.http.serve_until_signal`)."""
     serve_until_signal(RetrievalServer(index, topk=topk, limits=limits), host, port, ready)

@@ -3,7 +3,8 @@
 that a hanging or crashing scorer cannot take down, with a verl client
 (:func:`reward_plugins.serve.client.compute_score_remote`) and a Ray Serve deployment.
 
-Modules: :mod:`.rows` (what is scored, what comes back), :mod:`.http` (the hardened HTTP/1.1
-server), :mod:`.pool` (worker processes), :mod:`.protocols` (the three request shapes),
-:mod:`.service` (routing), :mod:`.client` (verl), :mod:`.ray_serve` (scale-out).
+Modules: :mod:`.protocols` (the three request shapes), :mod:`.service` (routing),
+:mod:`.client` and :mod:`.client_settings` (verl's side), :mod:`.ray_serve` (scale-out). The
+HTTP/1.1 server, the worker pool and the rows they pass are in :mod:`reward_plugins.runtime`,
+shared with the retriever and the re-scoring engine.
 """

@@ -6,7 +6,7 @@ JSON"), then walked once: values nested deeper than :data:`MAX_DEPTH` levels and
 longer than ``max_string_chars`` (keys included) are refused, naming the row and the field.
 (``config_reader.parse_json_text`` reads configuration texts the same way; a request body is
 up to ``--max-body-mb`` and read on every request, so its character-by-character depth scan is
-left to the C parser here.) Refusals are :class:`~reward_plugins.serve.http.Refusal`: 400 for
+left to the C parser here.) Refusals are :class:`~reward_plugins.runtime.http.Refusal`: 400 for
 a malformed body, 413 for one over a cap (rows, string length, response size), each naming the
 cap's CLI option. A problem of one row that does not make the body malformed (an empty
 OpenRLHF label, a response that cannot be located in its query) is that row's failure
@@ -72,16 +72,15 @@ from typing import Any, Protocol
 import orjson
 
 from reward_plugins.errors import InvalidGroundTruth
-from reward_plugins.registry import registrations_named
-from reward_plugins.runtime.rows import RowFailure
-from reward_plugins.runtime.scoring import Outcome, Row
-from reward_plugins.serve.http import Refusal
-from reward_plugins.serve.openrlhf_text import (  # importable from here, as before the split
+from reward_plugins.runtime.http import Refusal
+from reward_plugins.runtime.openrlhf_text import (  # importable from here, as before the split
     ASSISTANT_MARKERS,  # noqa: F401
     END_TOKENS,  # noqa: F401
     parse_label,
     response_text,
 )
+from reward_plugins.runtime.rows import RowFailure
+from reward_plugins.runtime.scoring import Outcome, Row
 
 MAX_DEPTH = 64
 """Collections nested in collections within one field (the package's configuration limit)."""
@@ -104,17 +103,6 @@ NEMO_KIND_PREFIX = "reward_plugins:"
 MiB = 1024 * 1024
 
 # ------------------------------------------------------------------------ OpenRLHF labels
-
-
-def default_data_source(scorer: str) -> str:
-    """The data source of labels that name none: the first data source ``scorer`` is registered
-    for, as the registry lists it (``*`` for a scorer of every data source, which the router
-    then serves).
-
-    Raises:
-        UnknownScorer: no scorer of that name is registered.
-    """
-    return registrations_named(scorer)[0].data_sources[0]
 
 
 # ------------------------------------------------------------------------- parsed requests

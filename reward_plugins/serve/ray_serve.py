@@ -111,7 +111,7 @@ class RewardReplica:
         """Answer a Starlette ``request`` (what Ray Serve hands an ingress deployment)."""
         from starlette.responses import Response
 
-        from reward_plugins.serve.http import Refusal, Request
+        from reward_plugins.runtime.http import Refusal, Request
 
         try:
             body = await self._body(request)
@@ -124,7 +124,7 @@ class RewardReplica:
 
     async def _body(self, request: Any) -> bytes:
         """The request's body, refused (413) as soon as it is known to be over the cap."""
-        from reward_plugins.serve.http import body_too_large
+        from reward_plugins.runtime.http import body_too_large
 
         limit = self._max_body
         declared = request.headers.get("content-length")
@@ -267,7 +267,7 @@ def run_on_ray_serve(
     """``serve-rewards --ray``: :func:`ray_reward_server` (``settings`` are its keywords) until
     SIGTERM or SIGINT, then ``serve.shutdown()``. ``ready(server)`` (a
     :class:`RayRewardServer`) is called once the replicas answer, as
-    :func:`reward_plugins.serve.http.serve_until_signal` calls it with the plain server. Must be
+    :func:`reward_plugins.runtime.http.serve_until_signal` calls it with the plain server. Must be
     called from the main thread: the two signal handlers are installed once Ray has started
     (Ray's driver installs its own SIGTERM handler, which would end the process at once), and
     taken away before Ray Serve and Ray are shut down."""

@@ -1,5 +1,5 @@
 """The reward server's routing: one :class:`RewardService` answers every path, whatever runs it
-(:class:`~reward_plugins.serve.http.HttpServer`, or a Ray Serve deployment).
+(:class:`~reward_plugins.runtime.http.HttpServer`, or a Ray Serve deployment).
 
 Paths: ``POST /score`` (native), ``POST /get_reward`` (OpenRLHF), ``POST /verify``
 (NeMo-Gym, with the resources-server paths its agents also call: ``/seed_session``,
@@ -51,11 +51,7 @@ from reward_plugins.options import is_finite_number
 from reward_plugins.registry import scorer_names
 from reward_plugins.results import Schema, keys_of, union
 from reward_plugins.router import check_options, result_schema, scorer_result_schema
-from reward_plugins.runtime.pool import Overloaded, ScorerPool
-from reward_plugins.runtime.rows import RowFailure
-from reward_plugins.runtime.scoring import DEADLINE, Outcome, Row, ScoreRows, score_one
-from reward_plugins.serve import protocols
-from reward_plugins.serve.http import (
+from reward_plugins.runtime.http import (
     HttpServer,
     Refusal,
     Request,
@@ -64,6 +60,11 @@ from reward_plugins.serve.http import (
     overloaded,
     running_in_thread,
 )
+from reward_plugins.runtime.openrlhf_text import default_data_source
+from reward_plugins.runtime.pool import Overloaded, ScorerPool
+from reward_plugins.runtime.rows import RowFailure
+from reward_plugins.runtime.scoring import DEADLINE, Outcome, Row, ScoreRows, score_one
+from reward_plugins.serve import protocols
 
 logger = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ class RewardService:
         self.config = config
         self.score_rows = score_rows
         self.stats = stats
-        self.default_source = config.data_source or protocols.default_data_source(config.scorer)
+        self.default_source = config.data_source or default_data_source(config.scorer)
         self.options: dict[str, Any] = dict(config.options)
         self.requests: Counter[str] = Counter()
         self.refused: Counter[int] = Counter()
@@ -246,7 +247,7 @@ class RewardService:
         self.failures: Counter[str] = Counter()
 
     async def handle(self, request: Request) -> bytes:
-        """Answer one request: a 200 JSON body, or :class:`~reward_plugins.serve.http.Refusal`."""
+        """Answer one request: a 200 JSON body, or :class:`~reward_plugins.runtime.http.Refusal`."""
         try:
             return await self._route(request)
         except Refusal as refusal:
@@ -398,9 +399,9 @@ def scorer_rows(
 
 class RewardServer:
     """A whole reward server: the scorer pool, a :class:`RewardService` and its
-    :class:`~reward_plugins.serve.http.HttpServer`; :meth:`start` and :meth:`close` as the HTTP
-    server's, so :func:`~reward_plugins.serve.http.serve_until_signal` and
-    :func:`~reward_plugins.serve.http.running_in_thread` run it.
+    :class:`~reward_plugins.runtime.http.HttpServer`; :meth:`start` and :meth:`close` as the HTTP
+    server's, so :func:`~reward_plugins.runtime.http.serve_until_signal` and
+    :func:`~reward_plugins.runtime.http.running_in_thread` run it.
 
     ``workers`` processes score the rows (:class:`~reward_plugins.runtime.pool.ScorerPool`, each
     row within ``row_timeout`` s, a worker over ``max_worker_rss_mb`` recycled); ``workers=0``

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from reward_plugins.errors import InvalidInput, RewardPluginsError
-from reward_plugins.serve.http import serve_until_signal
+from reward_plugins.runtime.http import serve_until_signal
 from reward_plugins.serve.service import RewardServer, ServiceConfig, ServiceLimits
 
 CONFIG_DICT_VARIABLE = "NEMO_GYM_CONFIG_DICT"

@@ -4,9 +4,10 @@ response part of a query (prompt plus response), and the ground truth of a label
 OpenRLHF 0.11 sends the prompt and the whole query (``SingleTurnAgentExecutor`` in
 ``openrlhf/utils/agent.py``): :func:`response_text` removes the prompt, or everything up to the
 last assistant marker of :data:`ASSISTANT_MARKERS` when the prompt is not in the query, and drops
-trailing :data:`END_TOKENS`. :func:`parse_label` decodes a label. Pure functions, no I/O;
-:mod:`reward_plugins.serve.protocols` and :mod:`reward_plugins.adapters.openrlhf_reward` import
-them from there as before.
+trailing :data:`END_TOKENS`. :func:`parse_label` decodes a label; :func:`default_data_source`
+names the data source of a label that names none. No I/O; the reward server
+(:mod:`reward_plugins.serve.protocols`) and the OpenRLHF adapter
+(:mod:`reward_plugins.adapters.openrlhf_reward`) share them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from reward_plugins.config_reader import ConfigFileError, NotJSONError, parse_json_text
 from reward_plugins.errors import InvalidGroundTruth
+from reward_plugins.registry import registrations_named
 
 ASSISTANT_MARKERS: tuple[str, ...] = (
     "<|im_start|>assistant",  # ChatML: Qwen, Yi, OpenHermes
@@ -111,3 +113,14 @@ def parse_label(label: Any) -> tuple[Any, str | None]:
             )
         return label.get("ground_truth", label), source
     return label, None
+
+
+def default_data_source(scorer: str) -> str:
+    """The data source of labels that name none: the first data source ``scorer`` is registered
+    for, as the registry lists it (``*`` for a scorer of every data source, which the router
+    then serves).
+
+    Raises:
+        UnknownScorer: no scorer of that name is registered.
+    """
+    return registrations_named(scorer)[0].data_sources[0]
