@@ -40,7 +40,7 @@ def _add_compare_arguments(command: argparse.ArgumentParser) -> None:
     """The options of ``compare``: the pairing columns and the test."""
     from reward_plugins.metrics.significance import DEFAULT_SAMPLES, DEFAULT_SEED, METHODS
     from reward_plugins.rescore.compare import PROMPT_COLUMNS
-    from reward_plugins.rescore.rows import GROUND_TRUTH_COLUMNS
+    from reward_plugins.runtime.rows import GROUND_TRUTH_COLUMNS
 
     command.add_argument(
         "--prompt-column",

@@ -22,7 +22,7 @@ def add_job_arguments(command: argparse.ArgumentParser) -> None:
     ``--scorer`` is checked after parsing (``_check_scorer`` of :mod:`reward_plugins.cli`): a
     list of choices would load every plugin for every command."""
     from reward_plugins.plugins.composed import NAME as COMPOSED_SCORER
-    from reward_plugins.rescore.rows import (
+    from reward_plugins.runtime.rows import (
         DATA_SOURCE_COLUMN,
         GROUND_TRUTH_COLUMNS,
         RESPONSE_COLUMNS,

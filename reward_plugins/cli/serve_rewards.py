@@ -144,7 +144,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     **pool,
                 )
             else:
-                from reward_plugins.serve.http import serve_until_signal
+                from reward_plugins.runtime.http import serve_until_signal
                 from reward_plugins.serve.service import RewardServer
 
                 server = RewardServer(config, **pool)
