@@ -34,6 +34,12 @@ from reward_plugins.metrics.qa import Comparison, compare, gold_index, subem_mat
 from reward_plugins.options import Factor, NonNegativeInt, PositiveInt, Score, freeze
 from reward_plugins.text import NORMALIZERS, get_normalizer
 
+SEARCH_R1_DATA_SOURCES: tuple[str, ...] = tuple(
+    f"searchR1_{name}"
+    for name in ("nq", "triviaqa", "popqa", "hotpotqa", "2wikimultihopqa", "musique", "bamboogle")
+)
+"""The data sources of Search-R1's seven QA sets, served by the QA scorers."""
+
 DEFAULT_MAX_ANSWER_TAGS = 10
 """verl's ``max_answer_tags``: more opening or closing answer tags than this is spam."""
 DEFAULT_SPAM_FACTOR = 0.25
