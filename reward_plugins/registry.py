@@ -42,7 +42,7 @@ from types import MappingProxyType
 from typing import Any
 
 from reward_plugins.errors import PluginError, UnknownDataSource, UnknownScorer
-from reward_plugins.options import OptionSpec, option_specs
+from reward_plugins.options import Declaration, OptionSpec, declared_options, option_specs
 from reward_plugins.registration import CONTEXT_KEYWORDS as CONTEXT_KEYWORDS
 from reward_plugins.registration import Bound as Bound
 from reward_plugins.registration import GroundTruthMode as GroundTruthMode
@@ -132,6 +132,7 @@ class Registry:
         ground_truth: GroundTruthMode = "golds",
         validate: Validator | None = None,
         results: SchemaSource = SCORE_ONLY,
+        options: Declaration | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """The decorator :func:`reward_plugins.registry.scorer`, registering here."""
         sources = (data_sources,) if isinstance(data_sources, str) else tuple(data_sources)
@@ -146,7 +147,9 @@ class Registry:
                 function=function,
                 data_sources=sources,
                 ground_truth=ground_truth,
-                options=MappingProxyType(_options_of(name, function)),
+                options=MappingProxyType(
+                    dict(_options_of(name, function, options or _attached(function)))
+                ),
                 context=_context_of(function),
                 is_async=inspect.iscoroutinefunction(function),
                 origin=getattr(self._importing, "origin", None) or function.__module__,
@@ -409,7 +412,16 @@ def _reserved_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def _options_of(name: str, function: Callable[..., Any]) -> dict[str, OptionSpec]:
+def _options_of(
+    name: str, function: Callable[..., Any], declaration: Declaration | None
+) -> Mapping[str, OptionSpec]:
+    """The options of a scorer: its ``declaration``, or else its keyword-only parameters.
+
+    Raises:
+        PluginError: the signature breaks the contract (two positional parameters, options as
+            keyword-only parameters; ``**options`` only with a declaration, whose fields hold
+            every keyword-only parameter), or an annotation cannot be checked.
+    """
     try:
         parameters = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError) as error:
@@ -420,16 +432,36 @@ def _options_of(name: str, function: Callable[..., Any]) -> dict[str, OptionSpec
         if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     ]
     variadic = [p.name for p in parameters if p.kind is inspect.Parameter.VAR_KEYWORD]
-    if len(positional) != 2 or variadic:
+    if len(positional) != 2 or (variadic and declaration is None):
         raise PluginError(
             f"scorer {name!r} ({function.__module__}.{function.__qualname__}) must take "
             "(response, ground_truth, *, option=default, ...): two positional parameters, "
             "options as keyword-only parameters, no **kwargs"
         )
     try:
-        return option_specs(function, skip=CONTEXT_KEYWORDS)
+        if declaration is None:
+            return option_specs(function, skip=CONTEXT_KEYWORDS)
+        specs = declared_options(declaration)
     except (TypeError, NameError) as error:
         raise PluginError(f"scorer {name!r}: {error}") from None
+    undeclared = [
+        p.name
+        for p in parameters
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+        and p.name not in specs
+        and p.name not in CONTEXT_KEYWORDS
+    ]
+    if undeclared:
+        raise PluginError(
+            f"scorer {name!r}: keyword-only parameter(s) {', '.join(undeclared)} are not "
+            f"fields of its options declaration {declaration.__qualname__}"
+        )
+    return specs
+
+
+def _attached(function: Callable[..., Any]) -> Declaration | None:
+    """The declaration the deprecated ``qa_core.with_options`` attached, if any."""
+    return getattr(function, "__reward_plugins_options__", None)
 
 
 def _context_of(function: Callable[..., Any]) -> frozenset[str]:
@@ -451,6 +483,7 @@ def scorer(
     ground_truth: GroundTruthMode = "golds",
     validate: Validator | None = None,
     results: SchemaSource = SCORE_ONLY,
+    options: Declaration | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register a scorer under ``name`` for ``data_sources`` (``"*"`` for all).
 
@@ -466,6 +499,10 @@ def scorer(
         results: the result schema, a tuple of :class:`~reward_plugins.results.ResultKey`, or
             a function of the options (defaults filled in) returning one; by default
             ``score`` alone. The summary, the report and ``compare`` read it.
+        options: the scorer's options declaration (:mod:`reward_plugins.options`: a frozen
+            dataclass whose fields are the options), for a scorer written as
+            ``(response, ground_truth, **options)``; by default the options are the
+            function's keyword-only parameters.
 
     Returns the function unchanged. Registering the same function again is a no-op.
 
@@ -480,7 +517,12 @@ def scorer(
         ...     return scale * min(len(response), 100) / 100
     """
     return REGISTRY.scorer(
-        name, data_sources, ground_truth=ground_truth, validate=validate, results=results
+        name,
+        data_sources,
+        ground_truth=ground_truth,
+        validate=validate,
+        results=results,
+        options=options,
     )
 
 

@@ -15,7 +15,9 @@ import pytest
 import reward_plugins
 from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.dispatch import METRICS
+from reward_plugins.options import declared_options
 from reward_plugins.plugins import qa_core, search_r1, tool_agent
+from reward_plugins.registry import registrations_named
 
 PACKAGE = Path(reward_plugins.__file__).parent
 # The package exports functions named like these modules: import the modules themselves.
@@ -78,10 +80,10 @@ def test_search_r1_and_the_tool_scorer_share_the_qa_core() -> None:
     assert search_r1.retrieval_hit is qa_core.retrieval_hit is tool_agent.retrieval_hit
     assert search_r1.DEFAULT_SPAM_FACTOR == qa_core.DEFAULT_SPAM_FACTOR == 0.25
     assert search_r1.DEFAULT_MAX_ANSWER_TAGS == qa_core.DEFAULT_MAX_ANSWER_TAGS == 10
-    qa_options = [parameter.name for parameter in qa_core.QA_PARAMETERS]
-    for scorer in (search_r1.score_em, search_r1.score_f1, tool_agent.score_tool):
-        parameters = list(inspect.signature(scorer).parameters)
-        assert parameters[: 2 + len(qa_options)] == ["solution_str", "golds", *qa_options]
+    qa_options = list(declared_options(qa_core.QAOptions))
+    for name in ("compute_score", "compute_score_f1", "compute_score_tool"):
+        (registration,) = registrations_named(name)
+        assert list(registration.options)[: len(qa_options)] == qa_options
     # One response, one decision table: the tool scorer on a single-turn response is EM.
     response = "<answer> Paris </answer>" * 11
     em = search_r1.score_em(response, ("paris",))

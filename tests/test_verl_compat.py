@@ -26,3 +26,32 @@ def test_verl_shape_and_registered_scorer_agree() -> None:
     assert routed["score"] == 2.0
     assert verl_compat.compute_score("<answer>x</answer>", ["paris"], format_score=0.1) == 0.1
     assert verl_compat.compute_score("no answer", ["paris"]) == 0
+
+
+def test_the_qa_declaration_replaces_with_options() -> None:
+    import dataclasses
+
+    import pytest
+
+    from reward_plugins.options import declared_options
+    from reward_plugins.plugins import qa_core
+    from reward_plugins.registry import Registry
+
+    specs = declared_options(qa_core.QAOptions)
+    assert specs["spam_factor"].default == 0.25
+    assert specs["spam_factor"].expected == "a finite number in [0, 1]"
+    assert specs["spam_factor"].doc == "multiplies a spammed match's reward"
+    assert dataclasses.is_dataclass(qa_core.QAOptions)
+    with pytest.warns(DeprecationWarning):
+        names = [parameter.name for parameter in qa_core.QA_PARAMETERS]
+    assert names == list(specs)
+    registry = Registry(builtin_plugins=(), entry_point_group="rp_test_no_plugins")
+    with pytest.warns(DeprecationWarning):
+        decorate = qa_core.with_options(qa_core.keyword("bonus", 0.0, float))
+
+    @registry.scorer("old_style", "old_source")
+    @decorate
+    def old_style(solution_str: str, golds: tuple[str, ...], **options: object) -> float:
+        return 0.0
+
+    assert list(registry.lookup("old_source", "old_style").options) == [*specs, "bonus"]

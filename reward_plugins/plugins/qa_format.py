@@ -6,6 +6,9 @@ call shape (:mod:`reward_plugins.plugins.verl_compat`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Annotated, Any
+
 from reward_plugins.extract import find_tag_spans, scan_tags
 from reward_plugins.groundtruth import Golds
 from reward_plugins.metrics.qa import compare
@@ -14,26 +17,53 @@ from reward_plugins.plugins.qa_core import QAOutcome, retrieval_hit
 from reward_plugins.plugins.trajectory import DEFAULT_END_MARKERS, TrajectoryTags, format_error
 
 
+@dataclass(frozen=True, kw_only=True)
+class FormatOptions:
+    """The options of ``compute_score_format``: Search-R1's format scores, the format's tags
+    and the QA guards. The scores' defaults are upstream's."""
+
+    structure_format_score: Annotated[Score, "paid for a valid format without a match"] = 0
+    final_format_score: Annotated[Score, "paid for an answer in an invalid format"] = 0
+    retrieval_score: Annotated[Score, "added when a gold is in a retrieved block"] = 0
+    score: Annotated[Score, "paid for a match in a valid format"] = 1.0
+    prompt_included: Annotated[bool, "the text starts with the prompt (upstream's input)"] = False
+    end_markers: Annotated[tuple[str, ...], "texts that may end a response"] = DEFAULT_END_MARKERS
+    think_tag: Annotated[str, "the reasoning tag"] = "think"
+    search_tag: Annotated[str, "the search-query tag"] = "search"
+    information_tag: Annotated[str, "the retrieved-information tag"] = "information"
+    answer_tag: Annotated[str, "the answer tag"] = "answer"
+    normalizer: Annotated[str, "the text normalizer (reward_plugins.text)"] = "squad"
+    subem_word_boundary: Annotated[bool, "SubEM matches whole words only"] = False
+    max_answer_words: Annotated[
+        NonNegativeInt | None, "a longer answer never matches (None: no limit)"
+    ] = None
+    reject_empty_gold: Annotated[bool, "a gold that normalizes to '' matches nothing"] = False
+
+
+_FORMAT = FormatOptions()
+
+
 def format_outcome(
     solution_str: str,
     golds: Golds,
     *,
-    structure_format_score: Score = 0,
-    final_format_score: Score = 0,
-    retrieval_score: Score = 0,
-    score: Score = 1.0,
-    prompt_included: bool = False,
-    end_markers: tuple[str, ...] = DEFAULT_END_MARKERS,
-    think_tag: str = "think",
-    search_tag: str = "search",
-    information_tag: str = "information",
-    answer_tag: str = "answer",
-    normalizer: str = "squad",
-    subem_word_boundary: bool = False,
-    max_answer_words: NonNegativeInt | None = None,
-    reject_empty_gold: bool = False,
+    structure_format_score: Any = _FORMAT.structure_format_score,
+    final_format_score: Any = _FORMAT.final_format_score,
+    retrieval_score: Any = _FORMAT.retrieval_score,
+    score: Any = _FORMAT.score,
+    prompt_included: bool = _FORMAT.prompt_included,
+    end_markers: tuple[str, ...] = _FORMAT.end_markers,
+    think_tag: str = _FORMAT.think_tag,
+    search_tag: str = _FORMAT.search_tag,
+    information_tag: str = _FORMAT.information_tag,
+    answer_tag: str = _FORMAT.answer_tag,
+    normalizer: str = _FORMAT.normalizer,
+    subem_word_boundary: bool = _FORMAT.subem_word_boundary,
+    max_answer_words: int | None = _FORMAT.max_answer_words,
+    reject_empty_gold: bool = _FORMAT.reject_empty_gold,
 ) -> tuple[QAOutcome, bool, bool]:
-    """Search-R1's ``qa_em_format.compute_score_em`` decision table; the format options.
+    """Search-R1's ``qa_em_format.compute_score_em`` decision table under the options of
+    :class:`FormatOptions` (whose defaults these are, checked by the registry).
 
     With s, f, r, S the structure, final-format and retrieval scores and ``score``: a valid
     format pays S for a correct answer and s for a wrong or absent one (s + r when a normalized

@@ -30,9 +30,9 @@ re-exported here under verl's names.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from reward_plugins.extract import extract_tag
 from reward_plugins.groundtruth import Golds
@@ -40,16 +40,14 @@ from reward_plugins.plugins.qa_core import DEFAULT_MAX_ANSWER_TAGS as DEFAULT_MA
 from reward_plugins.plugins.qa_core import DEFAULT_SPAM_FACTOR as DEFAULT_SPAM_FACTOR
 from reward_plugins.plugins.qa_core import SEARCH_R1_DATA_SOURCES as SEARCH_R1_DATA_SOURCES
 from reward_plugins.plugins.qa_core import (
+    QAOptions,
     cached_metric,
     check_normalizer,
-    keyword,
-    options_of,
     qa_outcome,
     qa_result,
-    with_options,
 )
 from reward_plugins.plugins.qa_core import retrieval_hit as retrieval_hit
-from reward_plugins.plugins.qa_format import format_outcome
+from reward_plugins.plugins.qa_format import FormatOptions, format_outcome
 from reward_plugins.plugins.verl_compat import compute_score as compute_score
 from reward_plugins.plugins.verl_compat import compute_score_f1 as compute_score_f1
 from reward_plugins.plugins.verl_compat import compute_score_format as compute_score_format
@@ -114,8 +112,28 @@ def count_answer_tags(text: str) -> tuple[int, int]:
 # ---------------------------------------------------------------------------- router scorers
 
 
-@scorer("compute_score", SEARCH_R1_DATA_SOURCES, validate=check_normalizer, results=QA_RESULTS)
-@with_options()
+@dataclass(frozen=True, kw_only=True)
+class SubEMOptions(QAOptions):
+    """The options of ``compute_score_subem``: the QA options and ``penalize_subem``."""
+
+    penalize_subem: Annotated[bool, "apply the spam penalty to SubEM too (verl does not)"] = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricOptions(QAOptions):
+    """The options of ``compute_score_metric``: the QA options and the metric."""
+
+    metric: Annotated[str, "a metric of reward_plugins.metrics"]
+    metric_options: Annotated[Mapping[str, Any] | None, "the metric's own options"] = None
+
+
+@scorer(
+    "compute_score",
+    SEARCH_R1_DATA_SOURCES,
+    validate=check_normalizer,
+    results=QA_RESULTS,
+    options=QAOptions,
+)
 def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Exact-match reward with the anti-spam penalty; dict with :data:`QA_RESULT_KEYS`.
 
@@ -126,9 +144,12 @@ def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
 
 
 @scorer(
-    "compute_score_subem", SEARCH_R1_DATA_SOURCES, validate=check_normalizer, results=QA_RESULTS
+    "compute_score_subem",
+    SEARCH_R1_DATA_SOURCES,
+    validate=check_normalizer,
+    results=QA_RESULTS,
+    options=SubEMOptions,
 )
-@with_options(keyword("penalize_subem", False, bool))
 def score_subem(
     solution_str: str, golds: Golds, *, penalize_subem: bool = False, **options: Any
 ) -> dict[str, Any]:
@@ -140,8 +161,13 @@ def score_subem(
     return qa_result(outcome, outcome.paid_match)
 
 
-@scorer("compute_score_f1", SEARCH_R1_DATA_SOURCES, validate=check_normalizer, results=QA_RESULTS)
-@with_options()
+@scorer(
+    "compute_score_f1",
+    SEARCH_R1_DATA_SOURCES,
+    validate=check_normalizer,
+    results=QA_RESULTS,
+    options=QAOptions,
+)
 def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Token-F1 reward (R1-Searcher, ReSearch): ``score * F1``, ``format_score`` when F1 is 0.
 
@@ -158,10 +184,12 @@ def _check_metric(options: Mapping[str, Any]) -> None:
     cached_metric(options["metric"], options["metric_options"])
 
 
-@scorer("compute_score_metric", SEARCH_R1_DATA_SOURCES, validate=_check_metric, results=QA_RESULTS)
-@with_options(
-    keyword("metric", inspect.Parameter.empty, str),
-    keyword("metric_options", None, Mapping[str, Any] | None),
+@scorer(
+    "compute_score_metric",
+    SEARCH_R1_DATA_SOURCES,
+    validate=_check_metric,
+    results=QA_RESULTS,
+    options=MetricOptions,
 )
 def score_metric(
     solution_str: str,
@@ -191,8 +219,8 @@ def score_metric(
     SEARCH_R1_DATA_SOURCES,
     validate=check_normalizer,
     results=FORMAT_RESULTS,
+    options=FormatOptions,
 )
-@with_options(base=options_of(format_outcome))
 def score_format(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Search-R1's format-aware EM reward; dict with :data:`FORMAT_RESULT_KEYS`.
 
