@@ -82,6 +82,87 @@ class Range:
         return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
 
 
+@dataclass(frozen=True)
+class OneOf:
+    """A ``str`` option that takes one of ``values`` (``None`` too when its type allows it),
+    refused as "unknown <option> <value>; valid values: ..." (the metrics' message)."""
+
+    values: tuple[str, ...]
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str) and value in self.values
+
+    def describe(self) -> str:
+        return f"one of {', '.join(sorted(self.values))}"
+
+    def refusal(self, owner: str, name: str, value: Any) -> str:
+        return f"{owner}: unknown {name} {value!r}; valid values: {', '.join(sorted(self.values))}"
+
+
+@dataclass(frozen=True)
+class IntIn:
+    """An ``int`` option (not a ``bool``) within ``low..high``, refused as "must be an int"
+    or "must be in low..high" (the metrics' messages)."""
+
+    low: int
+    high: int
+
+    def accepts(self, value: Any) -> bool:
+        return type(value) is int and self.low <= value <= self.high
+
+    def describe(self) -> str:
+        return f"an int in {self.low}..{self.high}"
+
+    def refusal(self, owner: str, name: str, value: Any) -> str:
+        if type(value) is not int:
+            return f"{owner}: option {name!r} must be an int, got {type(value).__name__}: {value!r}"
+        return f"{owner}: option {name!r} must be in {self.low}..{self.high}, got {value}"
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    """An integral option (not a ``bool``) of at least ``low``, refused as "must be an int >=
+    low" or "must be >= low" (the metrics' messages)."""
+
+    low: int
+
+    def accepts(self, value: Any) -> bool:
+        return (
+            isinstance(value, numbers.Integral)
+            and not isinstance(value, bool)
+            and int(value) >= self.low
+        )
+
+    def describe(self) -> str:
+        return f"an int >= {self.low}"
+
+    def refusal(self, owner: str, name: str, value: Any) -> str:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            return (
+                f"{owner}: option {name!r} must be an int >= {self.low}, got "
+                f"{type(value).__name__}: {value!r}"
+            )
+        return f"{owner}: option {name!r} must be >= {self.low}, got {int(value)}"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A ``bool`` option (``None`` too when its type allows it), refused as "must be a bool,
+    got <type>: <value>" (the metrics' message)."""
+
+    def accepts(self, value: Any) -> bool:
+        return type(value) is bool
+
+    def describe(self) -> str:
+        return "a bool"
+
+    def refusal(self, owner: str, name: str, value: Any) -> str:
+        return f"{owner}: option {name!r} must be a bool, got {type(value).__name__}: {value!r}"
+
+
+Rule = OneOf | IntIn | AtLeast | Flag
+"""Metadata of an ``Annotated`` option that checks the value and words its refusal itself."""
+
 Score = Annotated[float, Range(-SCORE_LIMIT, SCORE_LIMIT)]
 """A reward paid on some branch: a finite number within ``[-1e6, 1e6]``."""
 Factor = Annotated[float, Range(0.0, 1.0)]
@@ -108,6 +189,14 @@ class OptionSpec:
     accepts: Check
     doc: str = ""
     """What the option does (the ``str`` in its ``Annotated`` metadata), or ``""``."""
+    rule: Rule | None = None
+    """The option's :data:`Rule`, which words a refusal; ``None``: the standard message."""
+
+    def refusal(self, owner: str, value: Any) -> str:
+        """The message refusing ``value`` for this option of ``owner``."""
+        if self.rule is not None:
+            return self.rule.refusal(owner, self.name, value)
+        return f"{owner}: option {self.name!r} must be {self.expected}, got {describe_value(value)}"
 
     @property
     def required(self) -> bool:
@@ -141,8 +230,10 @@ def declared_options(declaration: Declaration) -> Mapping[str, OptionSpec]:
             default = REQUIRED
         annotation = hints[spec_field.name]
         expected, accepts = _checker(annotation)
-        doc = next((m for m in getattr(annotation, "__metadata__", ()) if isinstance(m, str)), "")
-        specs[spec_field.name] = OptionSpec(spec_field.name, default, expected, accepts, doc)
+        metadata = getattr(annotation, "__metadata__", ())
+        doc = next((m for m in metadata if isinstance(m, str)), "")
+        rule = next((m for m in metadata if isinstance(m, Rule)), None)
+        specs[spec_field.name] = OptionSpec(spec_field.name, default, expected, accepts, doc, rule)
     return types.MappingProxyType(specs)
 
 
@@ -229,8 +320,16 @@ def _checker(annotation: Any) -> tuple[str, Check]:
 
 
 def _annotated_checker(arguments: tuple[Any, ...]) -> tuple[str, Check]:
-    """``Annotated[T, ...]``: ``T``'s check, within the first :class:`Range` if there is one."""
+    """``Annotated[T, ...]``: ``T``'s check, within the first :class:`Range` if there is one;
+    with a :data:`Rule`, the rule's check (or ``None`` where ``T`` takes it)."""
     base_expected, base_accepts = _checker(arguments[0])
+    rule = next((a for a in arguments[1:] if isinstance(a, Rule)), None)
+    if rule is not None:
+        optional = base_accepts(None)
+        return (
+            rule.describe() + (" or None" if optional else ""),
+            lambda value: (optional and value is None) or rule.accepts(value),
+        )
     bounds = next((a for a in arguments[1:] if isinstance(a, Range)), None)
     if bounds is None:
         return base_expected, base_accepts
@@ -390,9 +489,7 @@ def check_options(owner: str, specs: Mapping[str, OptionSpec], options: Mapping[
     for name, value in options.items():
         spec = specs[name]
         if not spec.accepts(value):
-            raise InvalidOption(
-                f"{owner}: option {name!r} must be {spec.expected}, got {describe_value(value)}"
-            )
+            raise InvalidOption(spec.refusal(owner, value))
 
 
 def freeze(value: Any) -> Any:

@@ -5,6 +5,7 @@ engine, the verl config reader) that know no plugin."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import doctest
 import importlib
 import inspect
@@ -146,21 +147,23 @@ FREE_FUNCTIONS = [
 
 @pytest.mark.parametrize(("function", "metric"), FREE_FUNCTIONS)
 def test_free_function_options_are_its_metric_class_options(function, metric: str) -> None:
+    """The options are declared once, on the class; the free function carries them as its
+    ``option_specs`` (no signature is rewritten)."""
     signature = inspect.signature(function)
     inputs = [p.name for p in signature.parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
     corpus = function.__name__.startswith("corpus_")
     assert inputs == (["predictions", "references"] if corpus else ["prediction", "targets"])
-    options = [p for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY]
-    declared = [
-        p
+    declared = dict(METRICS[metric].option_specs)
+    assert list(declared) == [
+        p.name
         for p in inspect.signature(METRICS[metric]).parameters.values()
         if p.kind is p.KEYWORD_ONLY
     ]
     if function is bleu_module.corpus_bleu:  # sacrebleu's corpus BLEU: no effective order
-        declared = [
-            p.replace(default=False) if p.name == "effective_order" else p for p in declared
-        ]
-    assert options == declared
+        declared["effective_order"] = dataclasses.replace(
+            declared["effective_order"], default=False
+        )
+    assert dict(function.option_specs) == declared
     assert signature.return_annotation == "float"
     assert function.__doc__ and function.__module__ == METRICS[metric].__module__
 
@@ -169,8 +172,7 @@ def test_free_function_options_are_its_metric_class_options(function, metric: st
 def test_free_function_option_errors_name_the_metric(function, metric: str) -> None:
     corpus = function.__name__.startswith("corpus_")
     inputs = (["a b"], [["a c"]]) if corpus else ("a b", ["a c"])
-    parameters = inspect.signature(function).parameters.values()
-    option = next(p for p in parameters if p.kind is p.KEYWORD_ONLY)
+    option = next(iter(function.option_specs.values()))
     shown = "bleu_4" if function is bleu_module.corpus_bleu else metric  # the order-4 metric
     with pytest.raises(InvalidOption, match=f"^{shown}: ") as error:
         function(*inputs, **{option.name: object()})

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from reward_plugins import cache
 from reward_plugins.errors import InvalidGroundTruth
@@ -43,18 +43,18 @@ from reward_plugins.metrics.base import (
     Metric,
     Targets,
     TokenPairMetric,
-    check_choice,
-    check_flag,
     f_measure,
     reject_with_compat,
     resolve_normalizer,
     takes_options_of,
 )
+from reward_plugins.options import Flag, OneOf
 from reward_plugins.text import get_normalizer, normalize_squad
 
 SQUAD = "squad"
 SQUAD_V2 = "squad_v2"
 SQUAD_PRESETS = (SQUAD, SQUAD_V2)
+SquadPreset = Annotated[str | None, OneOf(SQUAD_PRESETS), "the official SQuAD script to follow"]
 
 
 # ------------------------------------------------------------------- the QA comparison core
@@ -330,9 +330,9 @@ class ExactMatch(Metric):
 
     name = "exact_match"
 
-    def __init__(self, *, normalizer: str | None = None, compat: str | None = None) -> None:
+    def __init__(self, *, normalizer: str | None = None, compat: SquadPreset = None) -> None:
         if compat is not None:
-            self.compat: str | None = check_choice(compat, SQUAD_PRESETS, "compat", self.name)
+            self.compat: str | None = compat
             reject_with_compat(self.name, compat, normalizer=normalizer)
             normalizer = SQUAD
         else:
@@ -371,10 +371,12 @@ class SubEM(Metric):
 
     name = "subem"
 
-    def __init__(self, *, normalizer: str | None = None, word_boundary: bool = False) -> None:
+    def __init__(
+        self, *, normalizer: str | None = None, word_boundary: Annotated[bool, Flag()] = False
+    ) -> None:
         self.normalizer = normalizer if normalizer is not None else SQUAD
         self._normalize = resolve_normalizer(self.normalizer, self.name)
-        self.word_boundary = check_flag(word_boundary, "word_boundary", self.name)
+        self.word_boundary = word_boundary
 
     @property
     def signature(self) -> str:
@@ -431,10 +433,10 @@ class TokenF1(TokenPairMetric):
         *,
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
+        compat: SquadPreset = None,
     ) -> None:
         if compat is not None:
-            self.compat: str | None = check_choice(compat, SQUAD_PRESETS, "compat", self.name)
+            self.compat: str | None = compat
             reject_with_compat(self.name, compat, normalizer=normalizer, tokenizer=tokenizer)
             normalizer, tokenizer = SQUAD, "split"
         else:

@@ -45,17 +45,14 @@ References:
 
 from __future__ import annotations
 
-import numbers
 from abc import abstractmethod
 from collections import Counter
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.base import (
     Metric,
     Targets,
-    check_choice,
-    check_flag,
     check_prediction,
     coerce_targets,
     f_measure,
@@ -73,11 +70,15 @@ from reward_plugins.metrics.ngrams import NGrams, compiled_ngram_matches, ngram_
 from reward_plugins.metrics.ngrams import ngram_matches as ngram_matches
 from reward_plugins.metrics.ngrams import ngram_matches_python as ngram_matches_python
 from reward_plugins.metrics.ngrams import ngrams as ngrams
+from reward_plugins.options import AtLeast, Flag, OneOf
 
 ROUGE_SCORE = "rouge_score"
 MEASURES = ("f", "p", "r")
 """``f``: F-measure (beta = 1), ``p``: precision, ``r``: recall."""
 ROUGE_SCORE_MAX_N = 9
+Measure = Annotated[str, OneOf(MEASURES), "f: F-measure, p: precision, r: recall"]
+RougeScorePreset = Annotated[str | None, OneOf((ROUGE_SCORE,)), "reproduce rouge-score"]
+UseStemmer = Annotated[bool | None, Flag(), "Porter-stem tokens (compat='rouge_score' only)"]
 """rouge-score names n-gram types ``rouge1`` ... ``rouge9`` only (``rouge10`` is invalid there)."""
 
 
@@ -155,13 +156,11 @@ class RougeMetric(Metric, Generic[FeaturesT]):
         use_stemmer: bool | None,
     ) -> None:
         """Validate and resolve the common options."""
-        self.measure = check_choice(measure, MEASURES, "measure", self.name)
+        self.measure = measure
         self._field = _MEASURE_FIELD[self.measure]
         if compat is not None:
-            self.compat = check_choice(compat, (ROUGE_SCORE,), "compat", self.name)
+            self.compat = compat
             reject_with_compat(self.name, compat, normalizer=normalizer, tokenizer=tokenizer)
-            if use_stemmer is not None:
-                check_flag(use_stemmer, "use_stemmer", self.name)
             tokenizer = "rouge_score_porter" if use_stemmer else "rouge_score"
         else:
             reject_without_compat(self.name, use_stemmer=use_stemmer)
@@ -260,26 +259,20 @@ class RougeN(RougeMetric[NGrams]):
     def __init__(
         self,
         *,
-        n: int | None = None,
-        measure: str = "f",
+        n: Annotated[int | None, AtLeast(1), "the n-gram order (required)"] = None,
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
     ) -> None:
         self._configure(measure, normalizer, tokenizer, compat, use_stemmer)
         self.n = self._check_order(n)
 
-    def _check_order(self, n: object) -> int:
+    def _check_order(self, n: int | None) -> int:
         if n is None:
             raise InvalidOption(f"{self.name}: option 'n' is required (the n-gram order, >= 1)")
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-            raise InvalidOption(
-                f"{self.name}: option 'n' must be an int >= 1, got {type(n).__name__}: {n!r}"
-            )
-        order = int(n)
-        if order < 1:
-            raise InvalidOption(f"{self.name}: option 'n' must be >= 1, got {order}")
+        order = int(n)  # an int >= 1: checked as declared
         if self.compat is not None and order > ROUGE_SCORE_MAX_N:
             raise InvalidOption(
                 f"{self.name}: compat={self.compat!r} supports n from 1 to {ROUGE_SCORE_MAX_N} "
@@ -320,11 +313,11 @@ class Rouge1(RougeN):
     def __init__(
         self,
         *,
-        measure: str = "f",
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
     ) -> None:
         super().__init__(
             n=1,
@@ -349,11 +342,11 @@ class Rouge2(RougeN):
     def __init__(
         self,
         *,
-        measure: str = "f",
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
     ) -> None:
         super().__init__(
             n=2,
@@ -395,11 +388,11 @@ class RougeL(RougeMetric[list[str]]):
     def __init__(
         self,
         *,
-        measure: str = "f",
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
     ) -> None:
         self._configure(measure, normalizer, tokenizer, compat, use_stemmer)
 
@@ -441,19 +434,17 @@ class RougeLsum(RougeMetric[_Summary]):
     def __init__(
         self,
         *,
-        measure: str = "f",
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
-        split_summaries: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
+        split_summaries: Annotated[bool | None, Flag(), "split at sentences (unsupported)"] = None,
     ) -> None:
         self._configure(measure, normalizer, tokenizer, compat, use_stemmer)
         if compat is None:
             reject_without_compat(self.name, split_summaries=split_summaries)
-        elif split_summaries is not None and check_flag(
-            split_summaries, "split_summaries", self.name
-        ):
+        elif split_summaries:
             raise InvalidOption(
                 f"{self.name}: split_summaries=True is not supported: rouge-score then splits "
                 "sentences with nltk's punkt model (nltk.sent_tokenize), data that nltk does not "
