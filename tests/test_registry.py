@@ -402,3 +402,43 @@ def test_broken_entry_point_is_logged_once_recorded_and_named(
     assert len(broken_plugins()) == 1
     # known data sources keep working
     assert reward_plugins.compute_score("searchR1_nq", "<answer>x</answer>", ["x"])["score"] == 1.0
+
+
+# ------------------------------------------------------------------------ the registry object
+
+
+def test_a_registry_object_snapshots_and_restores() -> None:
+    own = registry.Registry(builtin_plugins=(), entry_point_group="rp_test_no_plugins")
+    before = own.snapshot()
+    assert own.registered() == {} and before.entry_points_loaded
+
+    @own.scorer("rp_snapshot_scorer", "rp_snapshot_source")
+    def snapshot_scorer(response: str, golds: tuple[str, ...], *, scale: float = 1.0) -> float:
+        return scale
+
+    assert own.lookup("rp_snapshot_source", "rp_snapshot_scorer").function is snapshot_scorer
+    with pytest.raises(UnknownScorer, match="did you mean 'rp_snapshot_scorer'"):
+        own.lookup("rp_snapshot_source", "rp_snapshot_scorr")
+    own.restore(before)
+    assert own.registered() == {}
+    with own.preserved():
+        own.scorer("rp_snapshot_scorer", "rp_other_source")(snapshot_scorer)
+        assert own.scorer_names() == ("rp_snapshot_scorer",)
+    assert own.scorer_names() == ()
+    # the default registry never saw them
+    assert "rp_snapshot_scorer" not in registry.scorer_names()
+
+
+def test_the_fixture_restores_the_default_registry(restored_registry: registry.Registry) -> None:
+    assert restored_registry is registry.REGISTRY
+
+    @register("rp_fixture_scorer", "rp_fixture_source")
+    def fixture_scorer(response: str, golds: tuple[str, ...]) -> float:
+        return 1.0
+
+    assert reward_plugins.rp_fixture_scorer("rp_fixture_source", "x", "g") == {"score": 1.0}
+
+
+def test_the_fixture_left_nothing_behind() -> None:
+    assert "rp_fixture_scorer" not in registry.scorer_names()
+    assert not hasattr(reward_plugins, "rp_fixture_scorer")
