@@ -456,6 +456,19 @@ def _options_of(
             f"scorer {name!r}: keyword-only parameter(s) {', '.join(undeclared)} are not "
             f"fields of its options declaration {declaration.__qualname__}"
         )
+    differing = [
+        p.name
+        for p in parameters
+        if p.name in specs
+        and p.kind is inspect.Parameter.KEYWORD_ONLY
+        and p.default is not specs[p.name].default
+        and p.default != specs[p.name].default
+    ]
+    if differing:
+        raise PluginError(
+            f"scorer {name!r}: the default of parameter(s) {', '.join(differing)} differs "
+            f"from its options declaration {declaration.__qualname__}"
+        )
     return specs
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from typing import Annotated
 
 import reward_plugins
 from reward_plugins import router
@@ -55,3 +57,28 @@ def test_the_qa_declaration_replaces_with_options() -> None:
         return 0.0
 
     assert list(registry.lookup("old_source", "old_style").options) == [*specs, "bonus"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BonusOptions:
+    bonus: Annotated[float, "added"] = 0.5
+
+
+def test_a_declared_scorer_keeps_the_declarations_defaults() -> None:
+    import pytest
+
+    from reward_plugins import PluginError
+    from reward_plugins.registry import Registry
+
+    registry = Registry(builtin_plugins=(), entry_point_group="rp_test_no_plugins")
+    with pytest.raises(PluginError, match=r"default of parameter\(s\) bonus differs"):
+
+        @registry.scorer("rp_differs", "rp_source", options=BonusOptions)
+        def differs(response: str, golds: tuple[str, ...], *, bonus: float = 1.0) -> float:
+            return bonus
+
+    with pytest.raises(PluginError, match=r"parameter\(s\) other are not fields"):
+
+        @registry.scorer("rp_undeclared", "rp_source", options=BonusOptions)
+        def undeclared(response: str, golds: tuple[str, ...], *, other: int = 1) -> float:
+            return 0.0
