@@ -1,8 +1,21 @@
-"""Scorer options: read once from a function's keyword-only parameters, checked by their types.
+"""Options: one declaration (default, type, range and doc of each option), one checker.
 
-A scorer declares its options as keyword-only parameters with defaults and type annotations;
-:func:`option_specs` turns them into :class:`OptionSpec` objects, and :func:`check_options`
-checks a caller's values against them. The checks follow the declared types:
+An options declaration is a frozen dataclass whose fields are the options: each field's
+annotation gives the type and range (``Annotated[float, Range(0, 1), "what it does"]``; a
+``str`` in the metadata is the option's doc) and its default the default (no default: the
+option is required)::
+
+    @dataclass(frozen=True, kw_only=True)
+    class LengthOptions:
+        max_length: Annotated[PositiveInt, "the length that starts the penalty"]
+        penalty: Annotated[Penalty, "the penalty at max_length + buffer"] = 1.0
+
+:func:`declared_options` reads a declaration once into :class:`OptionSpec` objects, and
+:func:`check_options` checks a caller's values against them. A scorer passes its declaration
+to :func:`reward_plugins.scorer` (``options=``); a scorer that does not (every third-party
+plugin, by the documented contract) declares its options as keyword-only parameters, which
+:func:`declaration_of` turns into a declaration once (:func:`option_specs`). The checks follow
+the declared types:
 
 - ``bool``: a real ``bool`` (YAML's ``"false"`` is a string and is refused);
 - ``int``: an ``int`` that is not a ``bool``, of magnitude at most :data:`INT_LIMIT` (2**53,
@@ -27,6 +40,8 @@ as an integer, exactly), so a check raises :class:`InvalidOption`, never an ``Ov
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import math
 import numbers
@@ -67,6 +82,87 @@ class Range:
         return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
 
 
+@dataclass(frozen=True)
+class OneOf:
+    """A ``str`` option that takes one of ``values`` (``None`` too when its type allows it),
+    refused as "unknown <option> <value>; valid values: ..." (the metrics' message)."""
+
+    values: tuple[str, ...]
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str) and value in self.values
+
+    def describe(self) -> str:
+        return f"one of {', '.join(sorted(self.values))}"
+
+    def refusal(self, owner: str, name: str, value: Any) -> str:
+        return f"{owner}: unknown {name} {value!r}; valid values: {', '.join(sorted(self.values))}"
+
+
+@dataclass(frozen=True)
+class IntIn:
+    """An ``int`` option (not a ``bool``) within ``low..high``, refused as "must be an int"
+    or "must be in low..high" (the metrics' messages)."""
+
+    low: int
+    high: int
+
+    def accepts(self, value: Any) -> bool:
+        return type(value) is int and self.low <= value <= self.high
+
+    def describe(self) -> str:
+        return f"an int in {self.low}..{self.high}"
+
+    def refusal(self, owner: str, name: str, value: Any) -> str:
+        if type(value) is not int:
+            return f"{owner}: option {name!r} must be an int, got {type(value).__name__}: {value!r}"
+        return f"{owner}: option {name!r} must be in {self.low}..{self.high}, got {value}"
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    """An integral option (not a ``bool``) of at least ``low``, refused as "must be an int >=
+    low" or "must be >= low" (the metrics' messages)."""
+
+    low: int
+
+    def accepts(self, value: Any) -> bool:
+        return (
+            isinstance(value, numbers.Integral)
+            and not isinstance(value, bool)
+            and int(value) >= self.low
+        )
+
+    def describe(self) -> str:
+        return f"an int >= {self.low}"
+
+    def refusal(self, owner: str, name: str, value: Any) -> str:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            return (
+                f"{owner}: option {name!r} must be an int >= {self.low}, got "
+                f"{type(value).__name__}: {value!r}"
+            )
+        return f"{owner}: option {name!r} must be >= {self.low}, got {int(value)}"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A ``bool`` option (``None`` too when its type allows it), refused as "must be a bool,
+    got <type>: <value>" (the metrics' message)."""
+
+    def accepts(self, value: Any) -> bool:
+        return type(value) is bool
+
+    def describe(self) -> str:
+        return "a bool"
+
+    def refusal(self, owner: str, name: str, value: Any) -> str:
+        return f"{owner}: option {name!r} must be a bool, got {type(value).__name__}: {value!r}"
+
+
+Rule = OneOf | IntIn | AtLeast | Flag
+"""Metadata of an ``Annotated`` option that checks the value and words its refusal itself."""
+
 Score = Annotated[float, Range(-SCORE_LIMIT, SCORE_LIMIT)]
 """A reward paid on some branch: a finite number within ``[-1e6, 1e6]``."""
 Factor = Annotated[float, Range(0.0, 1.0)]
@@ -84,38 +180,110 @@ Check = Callable[[Any], bool]
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """One option: its name, default (:data:`REQUIRED` if none), expected type and its check."""
+    """One option: its name, default (:data:`REQUIRED` if none), expected type, check and doc."""
 
     name: str
     default: Any
     expected: str
     """What the option takes, in words ("a number in [0, 1]")."""
     accepts: Check
+    doc: str = ""
+    """What the option does (the ``str`` in its ``Annotated`` metadata), or ``""``."""
+    rule: Rule | None = None
+    """The option's :data:`Rule`, which words a refusal; ``None``: the standard message."""
+
+    def refusal(self, owner: str, value: Any) -> str:
+        """The message refusing ``value`` for this option of ``owner``."""
+        if self.rule is not None:
+            return self.rule.refusal(owner, self.name, value)
+        return f"{owner}: option {self.name!r} must be {self.expected}, got {describe_value(value)}"
 
     @property
     def required(self) -> bool:
         return self.default is REQUIRED
 
 
-def option_specs(
-    function: Callable[..., Any], skip: frozenset[str] = frozenset()
-) -> dict[str, OptionSpec]:
-    """The options of ``function``: its keyword-only parameters, except the names in ``skip``.
+Declaration = type
+"""A frozen dataclass whose fields are options (see the module docstring)."""
+
+
+@functools.cache
+def declared_options(declaration: Declaration) -> Mapping[str, OptionSpec]:
+    """The options of ``declaration`` in field order, read once (the result is read-only).
 
     Raises:
-        TypeError: an annotation this module cannot check, or one that does not resolve.
+        TypeError: ``declaration`` is not a dataclass, or a field's annotation is one this
+            module cannot check or does not resolve.
+    """
+    if not dataclasses.is_dataclass(declaration):
+        raise TypeError(f"an options declaration must be a dataclass, got {declaration!r}")
+    try:
+        hints = typing.get_type_hints(declaration, include_extras=True)
+    except NameError as error:
+        raise TypeError(f"option annotation of {declaration.__qualname__}: {error}") from None
+    specs = {}
+    for spec_field in dataclasses.fields(declaration):
+        default = spec_field.default
+        if spec_field.default_factory is not dataclasses.MISSING:
+            default = spec_field.default_factory()
+        elif default is dataclasses.MISSING:
+            default = REQUIRED
+        annotation = hints[spec_field.name]
+        expected, accepts = _checker(annotation)
+        metadata = getattr(annotation, "__metadata__", ())
+        doc = next((m for m in metadata if isinstance(m, str)), "")
+        rule = next((m for m in metadata if isinstance(m, Rule)), None)
+        specs[spec_field.name] = OptionSpec(spec_field.name, default, expected, accepts, doc, rule)
+    return types.MappingProxyType(specs)
+
+
+def declaration_of(function: Callable[..., Any], skip: frozenset[str] = frozenset()) -> Declaration:
+    """The options declaration of ``function``'s keyword-only parameters (but those in
+    ``skip``): a frozen dataclass with one field per parameter, its annotation (or the type
+    of its default, for a bare parameter) and its default.
+
+    Raises:
+        TypeError, NameError: an annotation that does not resolve.
     """
     signature = inspect.signature(function, eval_str=True)
-    specs = {}
+    fields: list[tuple[str, Any, Any]] = []
     for parameter in signature.parameters.values():
         if parameter.kind is not inspect.Parameter.KEYWORD_ONLY or parameter.name in skip:
             continue
         annotation = parameter.annotation
         if annotation is inspect.Parameter.empty:
             annotation = _type_of_default(parameter.default)
-        expected, accepts = _checker(annotation)
-        specs[parameter.name] = OptionSpec(parameter.name, parameter.default, expected, accepts)
-    return specs
+        default = parameter.default
+        if default is REQUIRED:
+            made = dataclasses.field()
+        elif type(default).__hash__ is None:  # dataclasses refuse a mutable default
+            made = dataclasses.field(default_factory=functools.partial(_same, default))
+        else:
+            made = dataclasses.field(default=default)
+        fields.append((parameter.name, annotation, made))
+    name = f"{getattr(function, '__name__', 'scorer')}_options"
+    return dataclasses.make_dataclass(name, fields, frozen=True, kw_only=True)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def option_specs(
+    function: Callable[..., Any], skip: frozenset[str] = frozenset()
+) -> Mapping[str, OptionSpec]:
+    """The options of ``function``: its keyword-only parameters, except the names in ``skip``,
+    read through their declaration (:func:`declaration_of`, :func:`declared_options`).
+
+    Raises:
+        TypeError: an annotation this module cannot check, or one that does not resolve.
+    """
+    return declared_options(declaration_of(function, skip))
+
+
+def defaults_of(declaration: Declaration) -> dict[str, Any]:
+    """The default of every option of ``declaration`` that has one."""
+    return {n: s.default for n, s in declared_options(declaration).items() if not s.required}
 
 
 def _type_of_default(default: Any) -> Any:
@@ -152,8 +320,16 @@ def _checker(annotation: Any) -> tuple[str, Check]:
 
 
 def _annotated_checker(arguments: tuple[Any, ...]) -> tuple[str, Check]:
-    """``Annotated[T, ...]``: ``T``'s check, within the first :class:`Range` if there is one."""
+    """``Annotated[T, ...]``: ``T``'s check, within the first :class:`Range` if there is one;
+    with a :data:`Rule`, the rule's check (or ``None`` where ``T`` takes it)."""
     base_expected, base_accepts = _checker(arguments[0])
+    rule = next((a for a in arguments[1:] if isinstance(a, Rule)), None)
+    if rule is not None:
+        optional = base_accepts(None)
+        return (
+            rule.describe() + (" or None" if optional else ""),
+            lambda value: (optional and value is None) or rule.accepts(value),
+        )
     bounds = next((a for a in arguments[1:] if isinstance(a, Range)), None)
     if bounds is None:
         return base_expected, base_accepts
@@ -313,9 +489,7 @@ def check_options(owner: str, specs: Mapping[str, OptionSpec], options: Mapping[
     for name, value in options.items():
         spec = specs[name]
         if not spec.accepts(value):
-            raise InvalidOption(
-                f"{owner}: option {name!r} must be {spec.expected}, got {describe_value(value)}"
-            )
+            raise InvalidOption(spec.refusal(owner, value))
 
 
 def freeze(value: Any) -> Any:

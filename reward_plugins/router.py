@@ -260,6 +260,20 @@ def router_for(name: str) -> Callable[..., Any]:
     return router
 
 
+def made_routers() -> dict[str, Callable[..., Any]]:
+    """A copy of the routers made so far, by name (for :func:`restore_routers`)."""
+    with _routers_lock:
+        return dict(_routers)
+
+
+def restore_routers(saved: Mapping[str, Callable[..., Any]]) -> None:
+    """Forget the routers made since ``saved`` (:func:`made_routers`) was taken; a router of
+    a scorer registered in between is made again on demand."""
+    with _routers_lock:
+        _routers.clear()
+        _routers.update(saved)
+
+
 def _builtin_router(name: str, doc: str) -> Callable[..., Any]:
     router = _routers[name] = _make_router(name, is_async=False)
     router.__doc__ = doc

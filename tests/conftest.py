@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from reward_plugins.testing import restored_registry  # noqa: F401  (a fixture)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 SLOW_MODULES = frozenset(

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from registry_snapshot import registry_restored
 
 from reward_plugins import registry
+from reward_plugins.testing import registry_restored
 
 PLUGINS = Path(__file__).resolve().parent / "serve_plugins"
 REPO = Path(__file__).resolve().parents[1]

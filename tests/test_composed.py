@@ -155,12 +155,8 @@ def test_primary_without_acc_gives_its_score(registry_state_for_plugins: None) -
 
 
 @pytest.fixture
-def registry_state_for_plugins(monkeypatch: pytest.MonkeyPatch) -> Any:
+def registry_state_for_plugins(restored_registry: Any) -> Any:
     """Test-only scorers registered for the test's duration."""
-    from reward_plugins import registry
-
-    registry.registrations()
-    saved = {source: dict(by_name) for source, by_name in registry._scorers.items()}
 
     @scorer("half_test_scorer", SOURCE)
     def half(response: str, golds: tuple[str, ...]) -> dict[str, float]:
@@ -175,8 +171,6 @@ def registry_state_for_plugins(monkeypatch: pytest.MonkeyPatch) -> Any:
         return {"score": 0.0, "c": 1.0}
 
     yield
-    registry._scorers.clear()
-    registry._scorers.update(saved)
 
 
 def test_colliding_prefixed_keys_are_refused(registry_state_for_plugins: None) -> None:

@@ -100,7 +100,7 @@ def test_huge_score_option_is_an_invalid_option() -> None:
 
 def test_huge_metric_option_and_scorer_result() -> None:
     from reward_plugins.errors import PluginError
-    from reward_plugins.metrics.qa import squad_v2_scores
+    from reward_plugins.metrics.squad_v2 import squad_v2_scores
     from reward_plugins.registry import Bound, registrations_named
 
     with pytest.raises(InvalidOption, match="na_threshold must be a finite number, got an integer"):

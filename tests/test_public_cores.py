@@ -5,6 +5,7 @@ engine, the verl config reader) that know no plugin."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import doctest
 import importlib
 import inspect
@@ -15,7 +16,9 @@ import pytest
 import reward_plugins
 from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.dispatch import METRICS
+from reward_plugins.options import declared_options
 from reward_plugins.plugins import qa_core, search_r1, tool_agent
+from reward_plugins.registry import registrations_named
 
 PACKAGE = Path(reward_plugins.__file__).parent
 # The package exports functions named like these modules: import the modules themselves.
@@ -78,10 +81,10 @@ def test_search_r1_and_the_tool_scorer_share_the_qa_core() -> None:
     assert search_r1.retrieval_hit is qa_core.retrieval_hit is tool_agent.retrieval_hit
     assert search_r1.DEFAULT_SPAM_FACTOR == qa_core.DEFAULT_SPAM_FACTOR == 0.25
     assert search_r1.DEFAULT_MAX_ANSWER_TAGS == qa_core.DEFAULT_MAX_ANSWER_TAGS == 10
-    qa_options = [parameter.name for parameter in qa_core.QA_PARAMETERS]
-    for scorer in (search_r1.score_em, search_r1.score_f1, tool_agent.score_tool):
-        parameters = list(inspect.signature(scorer).parameters)
-        assert parameters[: 2 + len(qa_options)] == ["solution_str", "golds", *qa_options]
+    qa_options = list(declared_options(qa_core.QAOptions))
+    for name in ("compute_score", "compute_score_f1", "compute_score_tool"):
+        (registration,) = registrations_named(name)
+        assert list(registration.options)[: len(qa_options)] == qa_options
     # One response, one decision table: the tool scorer on a single-turn response is EM.
     response = "<answer> Paris </answer>" * 11
     em = search_r1.score_em(response, ("paris",))
@@ -144,21 +147,23 @@ FREE_FUNCTIONS = [
 
 @pytest.mark.parametrize(("function", "metric"), FREE_FUNCTIONS)
 def test_free_function_options_are_its_metric_class_options(function, metric: str) -> None:
+    """The options are declared once, on the class; the free function carries them as its
+    ``option_specs`` (no signature is rewritten)."""
     signature = inspect.signature(function)
     inputs = [p.name for p in signature.parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
     corpus = function.__name__.startswith("corpus_")
     assert inputs == (["predictions", "references"] if corpus else ["prediction", "targets"])
-    options = [p for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY]
-    declared = [
-        p
+    declared = dict(METRICS[metric].option_specs)
+    assert list(declared) == [
+        p.name
         for p in inspect.signature(METRICS[metric]).parameters.values()
         if p.kind is p.KEYWORD_ONLY
     ]
     if function is bleu_module.corpus_bleu:  # sacrebleu's corpus BLEU: no effective order
-        declared = [
-            p.replace(default=False) if p.name == "effective_order" else p for p in declared
-        ]
-    assert options == declared
+        declared["effective_order"] = dataclasses.replace(
+            declared["effective_order"], default=False
+        )
+    assert dict(function.option_specs) == declared
     assert signature.return_annotation == "float"
     assert function.__doc__ and function.__module__ == METRICS[metric].__module__
 
@@ -167,8 +172,7 @@ def test_free_function_options_are_its_metric_class_options(function, metric: st
 def test_free_function_option_errors_name_the_metric(function, metric: str) -> None:
     corpus = function.__name__.startswith("corpus_")
     inputs = (["a b"], [["a c"]]) if corpus else ("a b", ["a c"])
-    parameters = inspect.signature(function).parameters.values()
-    option = next(p for p in parameters if p.kind is p.KEYWORD_ONLY)
+    option = next(iter(function.option_specs.values()))
     shown = "bleu_4" if function is bleu_module.corpus_bleu else metric  # the order-4 metric
     with pytest.raises(InvalidOption, match=f"^{shown}: ") as error:
         function(*inputs, **{option.name: object()})

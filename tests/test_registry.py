@@ -7,6 +7,7 @@ Entry-point tests install a real distribution into a temporary ``sys.path`` entr
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import subprocess
@@ -17,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from registry_snapshot import registry_restored
 
 import reward_plugins
 from reward_plugins import (
@@ -32,6 +32,7 @@ from reward_plugins import (
 )
 from reward_plugins.plugins.search_r1 import SEARCH_R1_DATA_SOURCES, score_em
 from reward_plugins.router import route
+from reward_plugins.testing import registry_restored
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 QA_SCORERS = ("compute_score", "compute_score_f1", "compute_score_subem")
@@ -234,6 +235,12 @@ def length_score(solution_str, golds, *, scale=1.0):
 """
 
 
+def _forget_entry_points() -> None:
+    """The default registry as it is, but with its entry points not loaded yet."""
+    snapshot = registry.REGISTRY.snapshot()
+    registry.REGISTRY.restore(dataclasses.replace(snapshot, entry_points_loaded=False))
+
+
 def _module_name() -> str:
     return f"rp_test_{uuid.uuid4().hex[:8]}"
 
@@ -246,7 +253,7 @@ def test_lookup_miss_loads_entry_points(tmp_path: Path, monkeypatch: pytest.Monk
         tmp_path, {"length": module}, {module: PLUGIN_SOURCE.format(source=source)}
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    registry._entry_points_loaded = False  # as in a fresh process
+    _forget_entry_points()  # as in a fresh process
     assert module not in sys.modules
     result = reward_plugins.compute_score(source, "abcd", {"target": ["g", "h"]}, scale=2.0)
     assert result == {"score": 8.0, "golds": 2}
@@ -372,7 +379,7 @@ def test_broken_entry_point_is_logged_once_recorded_and_named(
         (entry_name, module, distribution)
     ]
     assert broken_plugins()[0].describe() == described
-    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == registry.__name__]
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == registry.logger.name]
     assert logged == [(logging.WARNING, f"reward_plugins: {described}")]
 
     # rolled back: no data source, scorer or router of the module survives
@@ -382,7 +389,7 @@ def test_broken_entry_point_is_logged_once_recorded_and_named(
         assert not hasattr(reward_plugins, name)
     assert registry.lookup("searchR1_nq", "compute_score").function is score_em
 
-    registry._entry_points_loaded = False  # as in a fresh lookup miss: entry points load again
+    _forget_entry_points()  # as in a fresh lookup miss: entry points load again
     with pytest.raises(UnknownDataSource) as caught:  # a lookup miss loads entry points too
         reward_plugins.compute_score("rp_nowhere", "<answer>x</answer>", ["x"])
     message = str(caught.value)
@@ -390,8 +397,48 @@ def test_broken_entry_point_is_logged_once_recorded_and_named(
     assert message.endswith(f". Not loaded, so their data sources are unknown: {described}")
     assert repr(distribution) in message
     assert load_plugins() == 0
-    logged = [r for r in caplog.records if r.name == registry.__name__]
+    logged = [r for r in caplog.records if r.name == registry.logger.name]
     assert len(logged) == 1  # logged once, not on every load
     assert len(broken_plugins()) == 1
     # known data sources keep working
     assert reward_plugins.compute_score("searchR1_nq", "<answer>x</answer>", ["x"])["score"] == 1.0
+
+
+# ------------------------------------------------------------------------ the registry object
+
+
+def test_a_registry_object_snapshots_and_restores() -> None:
+    own = registry.Registry(builtin_plugins=(), entry_point_group="rp_test_no_plugins")
+    before = own.snapshot()
+    assert own.registered() == {} and before.entry_points_loaded
+
+    @own.scorer("rp_snapshot_scorer", "rp_snapshot_source")
+    def snapshot_scorer(response: str, golds: tuple[str, ...], *, scale: float = 1.0) -> float:
+        return scale
+
+    assert own.lookup("rp_snapshot_source", "rp_snapshot_scorer").function is snapshot_scorer
+    with pytest.raises(UnknownScorer, match="did you mean 'rp_snapshot_scorer'"):
+        own.lookup("rp_snapshot_source", "rp_snapshot_scorr")
+    own.restore(before)
+    assert own.registered() == {}
+    with own.preserved():
+        own.scorer("rp_snapshot_scorer", "rp_other_source")(snapshot_scorer)
+        assert own.scorer_names() == ("rp_snapshot_scorer",)
+    assert own.scorer_names() == ()
+    # the default registry never saw them
+    assert "rp_snapshot_scorer" not in registry.scorer_names()
+
+
+def test_the_fixture_restores_the_default_registry(restored_registry: registry.Registry) -> None:
+    assert restored_registry is registry.REGISTRY
+
+    @register("rp_fixture_scorer", "rp_fixture_source")
+    def fixture_scorer(response: str, golds: tuple[str, ...]) -> float:
+        return 1.0
+
+    assert reward_plugins.rp_fixture_scorer("rp_fixture_source", "x", "g") == {"score": 1.0}
+
+
+def test_the_fixture_left_nothing_behind() -> None:
+    assert "rp_fixture_scorer" not in registry.scorer_names()
+    assert not hasattr(reward_plugins, "rp_fixture_scorer")

@@ -43,13 +43,9 @@ SCORE = ResultKey("score", "reward", "score", gdpo=True)
 
 
 @pytest.fixture
-def registry_state() -> Iterator[None]:
+def registry_state(restored_registry: Any) -> Iterator[None]:
     """The registry as it was before the test (a test scorer is not left behind)."""
-    reward_plugins.registered()
-    scorers = {source: dict(by_name) for source, by_name in registry._scorers.items()}
     yield
-    registry._scorers.clear()
-    registry._scorers.update(scorers)
 
 
 # --------------------------------------------------------------------------- refusals

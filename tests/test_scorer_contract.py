@@ -8,6 +8,7 @@ Scorers registered here use data sources named ``contract_*`` and are removed af
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import math
 import os
@@ -43,12 +44,9 @@ REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
-def restore_registry() -> Iterator[None]:
-    reward_plugins.registered()  # the built-ins are part of the snapshot
-    scorers = dict(registry._scorers)
+def restore_registry(restored_registry: registry.Registry) -> Iterator[None]:
+    """Every test's scorers are removed afterwards."""
     yield
-    registry._scorers.clear()
-    registry._scorers.update(scorers)
 
 
 # ----------------------------------------------------------------------------- the errors
@@ -490,13 +488,13 @@ RACE = textwrap.dedent(
     import sys, threading, time
     from reward_plugins import registry
 
-    publish = registry._publish
+    add = registry.REGISTRY.add
 
-    def slow_publish(registration):  # widen the window between two registrations
-        publish(registration)
+    def slow_add(registration):  # widen the window between two registrations
+        add(registration)
         time.sleep(0.05)
 
-    registry._publish = slow_publish
+    registry.REGISTRY.add = slow_add
     import reward_plugins
 
     errors = []
@@ -581,7 +579,7 @@ def test_gold_indexes_stay_within_their_byte_budget(monkeypatch: pytest.MonkeyPa
 
 
 def test_unknown_data_sources_scan_the_entry_points_once_per_process(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, restored_registry: registry.Registry
 ) -> None:
     scans: list[str] = []
     real_entry_points = registry.entry_points
@@ -591,7 +589,8 @@ def test_unknown_data_sources_scan_the_entry_points_once_per_process(
         return real_entry_points(**kwargs)
 
     monkeypatch.setattr(registry, "entry_points", counting_entry_points)
-    monkeypatch.setattr(registry, "_entry_points_loaded", False)  # as in a fresh process
+    fresh = dataclasses.replace(restored_registry.snapshot(), entry_points_loaded=False)
+    restored_registry.restore(fresh)  # as in a fresh process
     for row in range(3):
         with pytest.raises(UnknownDataSource):
             reward_plugins.compute_score(f"contract_unknown_{row}", "<answer>x</answer>", "x")

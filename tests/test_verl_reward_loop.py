@@ -183,18 +183,14 @@ def test_rate_limited_swallows_errors_into_another_key_set(tokenizer: Any) -> No
 
 
 @pytest.fixture
-def async_scorer() -> Iterator[str]:
+def async_scorer(restored_registry: Any) -> Iterator[str]:
     """An ``async def`` scorer registered for the data sources of the mixed batch, removed
     afterwards; it awaits, then pays verl's EM reward."""
     import asyncio
     import inspect
 
     import reward_plugins
-    from reward_plugins import registry, router
     from reward_plugins.plugins import search_r1
-
-    reward_plugins.registered()
-    scorers, routers = dict(registry._scorers), dict(router._routers)
 
     @reward_plugins.scorer("loop_async_em", sorted({s.data_source for s in MIXED_SAMPLES}))
     async def loop_async_em(response: str, golds: tuple[str, ...], *, score: float = 1.0) -> float:
@@ -203,10 +199,6 @@ def async_scorer() -> Iterator[str]:
 
     assert inspect.iscoroutinefunction(reward_plugins.loop_async_em)
     yield "loop_async_em"
-    registry._scorers.clear()
-    registry._scorers.update(scorers)
-    router._routers.clear()
-    router._routers.update(routers)
 
 
 @pytest.mark.parametrize("manager", REWARD_LOOP_MANAGERS)

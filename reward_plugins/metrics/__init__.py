@@ -26,7 +26,6 @@ from reward_plugins.metrics.qa import (
     accuracy,
     exact_match,
     f1,
-    squad_v2_scores,
     subem,
 )
 from reward_plugins.metrics.rouge import (
@@ -43,6 +42,7 @@ from reward_plugins.metrics.rouge import (
     rouge_n,
 )
 from reward_plugins.metrics.significance import PairedResult, paired_test, paired_test_values
+from reward_plugins.metrics.squad_v2 import squad_v2_scores
 
 __all__ = [
     "METRICS",

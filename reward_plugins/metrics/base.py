@@ -9,14 +9,19 @@ workers).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import ClassVar, Concatenate, ParamSpec, Protocol, TypeVar, cast, runtime_checkable
+from types import MappingProxyType
+from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
 from reward_plugins.errors import InvalidInput, InvalidOption
+from reward_plugins.options import Flag, IntIn, OneOf, OptionSpec, check_options, option_specs
 from reward_plugins.text import get_normalizer, get_tokenizer
 from reward_plugins.text.normalize import Normalizer
 from reward_plugins.text.tokenize import Tokenizer
@@ -73,50 +78,51 @@ def check_prediction(prediction: object, metric: str) -> str:
 
 
 def check_choice(value: object, valid: Collection[str], option: str, metric: str) -> str:
-    """Return ``value`` if it is one of ``valid``.
+    """Deprecated: declare the option ``Annotated[str, OneOf(valid)]``
+    (:mod:`reward_plugins.options`).
 
     Raises:
-        ValueError: it is not; the message lists the valid values.
+        InvalidOption: ``value`` is not one of ``valid``; the message lists the valid values.
     """
-    if not isinstance(value, str) or value not in valid:
-        raise InvalidOption(
-            f"{metric}: unknown {option} {value!r}; valid values: {', '.join(sorted(valid))}"
-        )
-    return value
+    _deprecated("check_choice", "OneOf")
+    if not OneOf(tuple(valid)).accepts(value):
+        raise InvalidOption(OneOf(tuple(valid)).refusal(metric, option, value))
+    return cast(str, value)
 
 
 def check_flag(value: object, option: str, metric: str) -> bool:
-    """Return ``value`` if it is a real ``bool``.
+    """Deprecated: declare the option ``Annotated[bool, Flag()]`` (:mod:`reward_plugins.options`).
 
     Raises:
-        InvalidOption: it is not (a YAML ``"false"`` is a string).
+        InvalidOption: ``value`` is not a real ``bool`` (a YAML ``"false"`` is a string).
     """
-    if type(value) is not bool:
-        raise InvalidOption(
-            f"{metric}: option {option!r} must be a bool, got {type(value).__name__}: {value!r}"
-        )
-    return value
+    _deprecated("check_flag", "Flag")
+    if not Flag().accepts(value):
+        raise InvalidOption(Flag().refusal(metric, option, value))
+    return cast(bool, value)
 
 
 def check_integer(value: object, valid: range, option: str, metric: str) -> int:
-    """Return ``value`` if it is a real ``int`` (not a bool) in ``valid``.
-
-    Example:
-        >>> check_integer(4, range(1, 7), "max_ngram_order", "bleu")
-        4
+    """Deprecated: declare the option ``Annotated[int, IntIn(low, high)]``
+    (:mod:`reward_plugins.options`).
 
     Raises:
         InvalidOption: it is not an int, or it is out of range (the message gives the range).
     """
-    if type(value) is not int:
-        raise InvalidOption(
-            f"{metric}: option {option!r} must be an int, got {type(value).__name__}: {value!r}"
-        )
-    if value not in valid:
-        raise InvalidOption(
-            f"{metric}: option {option!r} must be in {valid.start}..{valid.stop - 1}, got {value}"
-        )
-    return value
+    _deprecated("check_integer", "IntIn")
+    rule = IntIn(valid.start, valid.stop - 1)
+    if not rule.accepts(value):
+        raise InvalidOption(rule.refusal(metric, option, value))
+    return cast(int, value)
+
+
+def _deprecated(name: str, rule: str) -> None:
+    warnings.warn(
+        f"reward_plugins.metrics.base.{name} is deprecated: declare the option with "
+        f"reward_plugins.options.{rule} in Annotated metadata; the metric checks it",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def statistics_vector(statistics: object, length: int, metric: str) -> list[int]:
@@ -239,9 +245,34 @@ def f_measure(precision: float, recall: float) -> float:
 
 
 class Metric(ABC):
-    """A configured metric: ``metric(prediction, targets) -> float`` in [0, 1]."""
+    """A configured metric: ``metric(prediction, targets) -> float`` in [0, 1].
+
+    Its options are the keyword-only parameters of its ``__init__``, declared as every option
+    is (:mod:`reward_plugins.options`: type, range or :data:`~reward_plugins.options.Rule`,
+    default); :attr:`option_specs` reads them once per class, and each given option is checked
+    against them before ``__init__`` runs, which then checks only what one option cannot
+    (options a compatibility preset fixes, options that depend on another).
+    """
 
     name: ClassVar[str]
+    option_specs: ClassVar[Mapping[str, OptionSpec]] = MappingProxyType({})
+    """The options of the class (:func:`reward_plugins.options.option_specs` of ``__init__``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = vars(cls).get("__init__")
+        if init is None:
+            return
+        specs = option_specs(init)
+        cls.option_specs = specs
+
+        @functools.wraps(init)
+        def checked_init(self: Metric, *args: Any, **options: Any) -> None:
+            given = {name: value for name, value in options.items() if name in specs}
+            check_options(self.name, specs, given)  # an unknown name: init's TypeError
+            init(self, *args, **options)
+
+        cls.__init__ = checked_init  # type: ignore[method-assign,assignment]
 
     @property
     @abstractmethod
@@ -323,41 +354,41 @@ def takes_options_of(
     """Give a metric's free function the options of its class, declared once on the class.
 
     The decorated function takes its two inputs (``prediction, targets`` or ``predictions,
-    references``) and ``**options``, which it passes to ``metric_class``. Its signature, as
-    :func:`inspect.signature` and type checkers see it, is its two inputs, then the class's
-    keyword-only parameters (a keyword-only parameter the function declares itself replaces the
-    class's of that name: another default), then its return type. The function itself is
-    returned (its name, docstring and module are its own); the class checks the options, so
-    the errors name the metric.
+    references``) and ``**options``, which it passes to ``metric_class``; the class checks
+    them, so the errors name the metric. Type checkers see the class's options as the
+    function's keyword parameters; at run time the function is returned itself, its
+    ``option_specs`` set to the class's :attr:`Metric.option_specs` (a keyword-only parameter
+    the function declares itself replaces the class's default of that name).
 
     Example:
         >>> from reward_plugins.metrics.qa import ExactMatch
         >>> @takes_options_of(ExactMatch)
         ... def exact(prediction: str, targets: Targets, **options: Any) -> float:
         ...     return ExactMatch(**options)(prediction, targets)
-        >>> list(inspect.signature(exact).parameters), exact("A!", "a", normalizer="squad")
-        (['prediction', 'targets', 'normalizer', 'compat'], 1.0)
+        >>> list(exact.option_specs), exact("A!", "a", normalizer="squad")
+        (['normalizer', 'compat'], 1.0)
 
     Raises:
         TypeError: the function declares a keyword-only parameter the class does not take.
     """
-    options = [
-        parameter
-        for parameter in inspect.signature(metric_class).parameters.values()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-    ]
+    specs: Mapping[str, OptionSpec] = getattr(metric_class, "option_specs", {})
 
     def decorate(
         function: Callable[Concatenate[FirstT, SecondT, ...], ResultT],
     ) -> Callable[Concatenate[FirstT, SecondT, OptionsP], ResultT]:
-        own = inspect.signature(function)
-        inputs = [p for p in own.parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
-        replaced = {p.name: p for p in own.parameters.values() if p.kind is p.KEYWORD_ONLY}
-        unknown = sorted(set(replaced) - {option.name for option in options})
+        own = inspect.signature(function).parameters.values()
+        replaced = {p.name: p.default for p in own if p.kind is p.KEYWORD_ONLY}
+        unknown = sorted(set(replaced) - set(specs))
         if unknown:
             raise TypeError(f"{function.__name__}: {metric_class} takes no option {unknown}")
-        parameters = [*inputs, *(replaced.get(option.name, option) for option in options)]
-        function.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
+        function.option_specs = MappingProxyType(  # type: ignore[attr-defined]
+            {
+                name: dataclasses.replace(spec, default=replaced[name])
+                if name in replaced
+                else spec
+                for name, spec in specs.items()
+            }
+        )
         return cast("Callable[Concatenate[FirstT, SecondT, OptionsP], ResultT]", function)
 
     return decorate

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import numpy as np
 
@@ -55,9 +55,6 @@ from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.base import (
     Metric,
     Targets,
-    check_choice,
-    check_flag,
-    check_integer,
     check_prediction,
     coerce_targets,
     corpus_from_statistics,
@@ -67,7 +64,7 @@ from reward_plugins.metrics.base import (
     takes_options_of,
 )
 from reward_plugins.metrics.ngrams import clipped_overlap, ngram_counts, ngrams
-from reward_plugins.options import Range, finite_number
+from reward_plugins.options import Flag, IntIn, OneOf, Range, finite_number
 
 MAX_ORDER = 4
 """The order of ``bleu_4`` and the default ``max_ngram_order`` of ``bleu``."""
@@ -82,6 +79,9 @@ SACREBLEU_TOKENIZERS: dict[str, str] = {
 }
 """sacrebleu's ``tokenize`` names -> the tokenizer of :mod:`reward_plugins.text.tokenize`."""
 SMOOTHING_METHODS = ("none", "floor", "add-k", "exp")
+Smoothing = Annotated[str | None, OneOf(SMOOTHING_METHODS), "the smoothing method"]
+SmoothValue = Annotated[Any, "a finite number >= 0 (or None); checked with smooth, by __init__"]
+Lowercase = Annotated[bool | None, Flag(), "lowercase both sides (compat='sacrebleu' only)"]
 SMOOTHING_DEFAULT_VALUES: dict[str, float | None] = {
     "none": None,
     "floor": 0.1,
@@ -91,6 +91,7 @@ SMOOTHING_DEFAULT_VALUES: dict[str, float | None] = {
 _SMOOTH_VALUES = Range(0.0, None)
 DEFAULT_SMOOTHING = "add-k"
 SACREBLEU = "sacrebleu"
+SacrebleuPreset = Annotated[str | None, OneOf((SACREBLEU,)), "reproduce sacrebleu"]
 SACREBLEU_SMOOTHING = "exp"
 _NUMPY_FROM = 200  # prediction tokens from which numpy counts n-grams faster than Counter
 _LOG_OF_ZERO = -9999999999  # sacrebleu's floor for log(0): one empty order zeroes the score
@@ -313,26 +314,21 @@ class Bleu(Metric):
         *,
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        smooth: str | None = None,
-        smooth_value: float | None = None,
-        effective_order: bool = True,
-        lowercase: bool | None = None,
-        max_ngram_order: int = MAX_ORDER,
-        tokenize: str | None = None,
-        compat: str | None = None,
+        smooth: Smoothing = None,
+        smooth_value: SmoothValue = None,
+        effective_order: Annotated[bool, Flag()] = True,
+        lowercase: Lowercase = None,
+        max_ngram_order: Annotated[
+            int, IntIn(MAX_NGRAM_ORDERS.start, MAX_NGRAM_ORDERS.stop - 1)
+        ] = MAX_ORDER,
+        tokenize: Annotated[str | None, OneOf(tuple(SACREBLEU_TOKENIZERS))] = None,
+        compat: SacrebleuPreset = None,
     ) -> None:
-        self.max_ngram_order = check_integer(
-            max_ngram_order, MAX_NGRAM_ORDERS, "max_ngram_order", self.name
-        )
+        self.max_ngram_order = max_ngram_order
         if compat is not None:
-            self.compat: str | None = check_choice(compat, (SACREBLEU,), "compat", self.name)
+            self.compat: str | None = compat
             reject_with_compat(self.name, compat, normalizer=normalizer, tokenizer=tokenizer)
-            tokenize = check_choice(
-                tokenize if tokenize is not None else "13a",
-                SACREBLEU_TOKENIZERS,
-                "tokenize",
-                self.name,
-            )
+            tokenize = tokenize if tokenize is not None else "13a"
             self._set_tokenization(normalizer, SACREBLEU_TOKENIZERS[tokenize])
             self.tokenizer = tokenize  # the signature names sacrebleu's tokenizer
             self._tokenize("")  # load what the tokenizer imports now (intl: regex)
@@ -341,15 +337,10 @@ class Bleu(Metric):
             self.compat = None
             self._set_tokenization(normalizer, tokenizer)
         default_smoothing = SACREBLEU_SMOOTHING if self.compat else DEFAULT_SMOOTHING
-        self.smooth = check_choice(
-            smooth if smooth is not None else default_smoothing,
-            SMOOTHING_METHODS,
-            "smooth",
-            self.name,
-        )
+        self.smooth = smooth if smooth is not None else default_smoothing
         self.smooth_value = self._check_smooth_value(smooth_value)
-        self.effective_order = check_flag(effective_order, "effective_order", self.name)
-        self.lowercase = check_flag(lowercase is not None and lowercase, "lowercase", self.name)
+        self.effective_order = effective_order
+        self.lowercase = lowercase is not None and lowercase
         # sacrebleu scores on 0-100 and the last bits of its result depend on that scale.
         self._scale = 100.0 if self.compat else 1.0
 
@@ -519,11 +510,11 @@ class Bleu4(Bleu):
         *,
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        smooth: str | None = None,
-        smooth_value: float | None = None,
-        effective_order: bool = True,
-        lowercase: bool | None = None,
-        compat: str | None = None,
+        smooth: Smoothing = None,
+        smooth_value: SmoothValue = None,
+        effective_order: Annotated[bool, Flag()] = True,
+        lowercase: Lowercase = None,
+        compat: SacrebleuPreset = None,
     ) -> None:
         super().__init__(
             normalizer=normalizer,

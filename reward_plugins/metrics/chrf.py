@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from itertools import accumulate
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -53,9 +53,6 @@ from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.base import (
     Metric,
     Targets,
-    check_choice,
-    check_flag,
-    check_integer,
     check_prediction,
     coerce_targets,
     corpus_from_statistics,
@@ -63,6 +60,7 @@ from reward_plugins.metrics.base import (
     takes_options_of,
 )
 from reward_plugins.metrics.ngrams import clipped_overlap, compiled_ngram_matches, ngram_counts
+from reward_plugins.options import Flag, IntIn, OneOf
 
 SACREBLEU = "sacrebleu"
 CHAR_ORDERS = range(0, 11)
@@ -298,25 +296,23 @@ class Chrf(Metric):
     def __init__(
         self,
         *,
-        char_order: int = 6,
-        word_order: int = 0,
-        beta: int = 2,
-        lowercase: bool = False,
-        whitespace: bool = False,
-        eps_smoothing: bool = False,
-        compat: str | None = None,
+        char_order: Annotated[int, IntIn(CHAR_ORDERS.start, CHAR_ORDERS.stop - 1)] = 6,
+        word_order: Annotated[int, IntIn(WORD_ORDERS.start, WORD_ORDERS.stop - 1)] = 0,
+        beta: Annotated[int, IntIn(BETAS.start, BETAS.stop - 1)] = 2,
+        lowercase: Annotated[bool, Flag()] = False,
+        whitespace: Annotated[bool, Flag()] = False,
+        eps_smoothing: Annotated[bool, Flag()] = False,
+        compat: Annotated[str | None, OneOf((SACREBLEU,))] = None,
     ) -> None:
-        self.char_order = check_integer(char_order, CHAR_ORDERS, "char_order", self.name)
-        self.word_order = check_integer(word_order, WORD_ORDERS, "word_order", self.name)
+        self.char_order = char_order
+        self.word_order = word_order
         if char_order + word_order == 0:
             raise InvalidOption(f"{self.name}: char_order and word_order are both 0")
-        self.beta = check_integer(beta, BETAS, "beta", self.name)
-        self.lowercase = check_flag(lowercase, "lowercase", self.name)
-        self.whitespace = check_flag(whitespace, "whitespace", self.name)
-        self.eps_smoothing = check_flag(eps_smoothing, "eps_smoothing", self.name)
-        self.compat = (
-            None if compat is None else check_choice(compat, (SACREBLEU,), "compat", self.name)
-        )
+        self.beta = beta
+        self.lowercase = lowercase
+        self.whitespace = whitespace
+        self.eps_smoothing = eps_smoothing
+        self.compat = compat
 
     @property
     def signature(self) -> str:

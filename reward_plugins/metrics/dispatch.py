@@ -5,7 +5,6 @@ This table is the only place where metric names are compared; callers pass a nam
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -21,14 +20,9 @@ _METRICS: dict[str, type[Metric]] = {
     for metric in (ExactMatch, SubEM, TokenF1, Bleu4, Bleu, Chrf, *ROUGE_METRICS, Accuracy)
 }
 METRICS: Mapping[str, type[Metric]] = MappingProxyType(_METRICS)
-"""Read-only view: metric name -> metric class (options are its keyword-only parameters)."""
+"""Read-only view: metric name -> metric class (options: its ``option_specs``)."""
 _OPTIONS: dict[str, tuple[str, ...]] = {
-    name: tuple(
-        parameter.name
-        for parameter in inspect.signature(metric).parameters.values()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-    )
-    for name, metric in _METRICS.items()
+    name: tuple(metric.option_specs) for name, metric in _METRICS.items()
 }
 
 

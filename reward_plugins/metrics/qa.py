@@ -34,31 +34,27 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from reward_plugins import cache
-from reward_plugins.errors import InvalidGroundTruth, InvalidInput
+from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.metrics.base import (
     DEFAULT_NORMALIZER,
     Metric,
     Targets,
     TokenPairMetric,
-    check_choice,
-    check_flag,
-    check_prediction,
-    coerce_targets,
     f_measure,
     reject_with_compat,
     resolve_normalizer,
     takes_options_of,
 )
-from reward_plugins.options import describe_value, finite_number, is_finite_number
+from reward_plugins.options import Flag, OneOf
 from reward_plugins.text import get_normalizer, normalize_squad
 
 SQUAD = "squad"
 SQUAD_V2 = "squad_v2"
 SQUAD_PRESETS = (SQUAD, SQUAD_V2)
+SquadPreset = Annotated[str | None, OneOf(SQUAD_PRESETS), "the official SQuAD script to follow"]
 
 
 # ------------------------------------------------------------------- the QA comparison core
@@ -334,9 +330,9 @@ class ExactMatch(Metric):
 
     name = "exact_match"
 
-    def __init__(self, *, normalizer: str | None = None, compat: str | None = None) -> None:
+    def __init__(self, *, normalizer: str | None = None, compat: SquadPreset = None) -> None:
         if compat is not None:
-            self.compat: str | None = check_choice(compat, SQUAD_PRESETS, "compat", self.name)
+            self.compat: str | None = compat
             reject_with_compat(self.name, compat, normalizer=normalizer)
             normalizer = SQUAD
         else:
@@ -375,10 +371,12 @@ class SubEM(Metric):
 
     name = "subem"
 
-    def __init__(self, *, normalizer: str | None = None, word_boundary: bool = False) -> None:
+    def __init__(
+        self, *, normalizer: str | None = None, word_boundary: Annotated[bool, Flag()] = False
+    ) -> None:
         self.normalizer = normalizer if normalizer is not None else SQUAD
         self._normalize = resolve_normalizer(self.normalizer, self.name)
-        self.word_boundary = check_flag(word_boundary, "word_boundary", self.name)
+        self.word_boundary = word_boundary
 
     @property
     def signature(self) -> str:
@@ -435,10 +433,10 @@ class TokenF1(TokenPairMetric):
         *,
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
+        compat: SquadPreset = None,
     ) -> None:
         if compat is not None:
-            self.compat: str | None = check_choice(compat, SQUAD_PRESETS, "compat", self.name)
+            self.compat: str | None = compat
             reject_with_compat(self.name, compat, normalizer=normalizer, tokenizer=tokenizer)
             normalizer, tokenizer = SQUAD, "split"
         else:
@@ -521,148 +519,18 @@ def accuracy(prediction: str, targets: Targets) -> float:
     return Accuracy()(prediction, targets)
 
 
-def squad_v2_scores(
-    predictions: Sequence[str],
-    targets: Sequence[Targets],
-    *,
-    na_probabilities: Sequence[float] | None = None,
-    na_threshold: float = 1.0,
-) -> dict[str, float]:
-    """The official SQuAD 2.0 report of a corpus, on the 0-1 scale (the official script's 0-100
-    divided by 100 at the end; ``*_total`` and ``best_*_thresh`` are not rescaled).
+def __getattr__(name: str) -> Any:
+    """``squad_v2_scores``, moved to :mod:`reward_plugins.metrics.squad_v2` (deprecated here)."""
+    if name == "squad_v2_scores":
+        import warnings
 
-    Row ``i`` is scored as ``exact_match``/``f1`` with ``compat="squad_v2"``. A question is
-    answerable (``HasAns``) when ``targets[i]`` holds at least one target, as the official
-    script's ``bool(qa["answers"])``; give ``[]`` for an unanswerable question. With
-    ``na_probabilities`` (the model's probability that each question has no answer), a row
-    whose probability exceeds ``na_threshold`` is taken as answered "no answer": it scores
-    ``float(not answerable)`` for both EM and F1.
+        from reward_plugins.metrics import squad_v2
 
-    Returns the official keys, in the official order: ``exact``, ``f1``, ``total``, then
-    ``HasAns_exact``, ``HasAns_f1``, ``HasAns_total`` when some question is answerable and
-    ``NoAns_*`` when some is not; with ``na_probabilities`` also ``best_exact``,
-    ``best_exact_thresh``, ``best_f1``, ``best_f1_thresh`` (the best scores over thresholds,
-    from the scores before the threshold, as the script does when given an ``--na-prob-file``).
-
-    Example:
-        >>> report = squad_v2_scores(["Paris", "the", "Rome"], [["Paris"], [], "Lyon"])
-        >>> report["exact"], report["HasAns_exact"], report["NoAns_f1"], report["NoAns_total"]
-        (0.6666666666666667, 0.5, 1.0, 1)
-
-    Raises:
-        InvalidInput: the lengths of ``predictions``, ``targets`` and ``na_probabilities``
-            differ (the message names them), no prediction, a prediction or target that is not
-            a string, a probability that is not a finite number (NaN, an infinity).
-        InvalidOption: ``na_threshold`` is not a finite number.
-
-    References:
-        github.com/rajpurkar/SQuAD-explorer, ``evaluate-v2.0.py`` (``get_raw_scores``,
-        ``apply_no_ans_threshold``, ``make_eval_dict``, ``find_all_best_thresh``).
-    """
-    name = "squad_v2_scores"
-    rows = _sequence(predictions, "predictions", name)
-    golds = _sequence(targets, "targets", name)
-    if len(rows) != len(golds):
-        raise InvalidInput(f"{name}: {len(rows)} predictions but {len(golds)} targets")
-    if not rows:
-        raise InvalidInput(f"{name}: no predictions to score")
-    finite_number(na_threshold, f"{name}: na_threshold")
-    probabilities = _probabilities(na_probabilities, len(rows), name)
-    exact: list[float] = []
-    f1_scores: list[float] = []
-    has_answer: list[bool] = []
-    for row, (prediction, answers) in enumerate(zip(rows, golds, strict=True)):
-        check_prediction(prediction, f"{name}: predictions[{row}]")
-        answer_tuple = _answers(answers, f"{name}: targets[{row}]")
-        index = answerable_golds(answer_tuple) if answer_tuple else None
-        normalized = normalize_squad(prediction)
-        exact.append(squad_v2_exact(normalized, index))
-        f1_scores.append(squad_v2_f1(normalized, index))
-        has_answer.append(bool(answer_tuple))
-    threshold = float(na_threshold)
-    exact_kept = _apply_threshold(exact, probabilities, has_answer, threshold)
-    f1_kept = _apply_threshold(f1_scores, probabilities, has_answer, threshold)
-    report = _report(exact_kept, f1_kept, range(len(rows)))
-    for prefix, wanted in (("HasAns", True), ("NoAns", False)):
-        group = [row for row, answerable in enumerate(has_answer) if answerable is wanted]
-        if group:
-            for key, value in _report(exact_kept, f1_kept, group).items():
-                report[f"{prefix}_{key}"] = value
-    if na_probabilities is not None:
-        for key, scores in (("exact", exact), ("f1", f1_scores)):
-            best, best_threshold = _best_threshold(rows, scores, probabilities, has_answer)
-            report[f"best_{key}"] = best
-            report[f"best_{key}_thresh"] = best_threshold
-    return report
-
-
-def _sequence(values: object, field: str, name: str) -> list[Any]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidInput(f"{name}: {field} must be a list, got {type(values).__name__}")
-    return list(values)
-
-
-def _answers(value: object, where: str) -> tuple[str, ...]:
-    """A row's targets as a tuple; an empty list is an unanswerable question."""
-    if not isinstance(value, str) and isinstance(value, (list, tuple)) and not value:
-        return ()
-    return coerce_targets(value, where)  # type: ignore[arg-type]
-
-
-def _probabilities(values: Sequence[float] | None, count: int, name: str) -> list[float]:
-    if values is None:
-        return [0.0] * count
-    probabilities = _sequence(values, "na_probabilities", name)
-    if len(probabilities) != count:
-        raise InvalidInput(f"{name}: {count} predictions but {len(probabilities)} na_probabilities")
-    for row, value in enumerate(probabilities):
-        if not is_finite_number(value):
-            raise InvalidInput(
-                f"{name}: na_probabilities[{row}] must be a finite number, got "
-                f"{describe_value(value)}"
-            )
-    return [float(value) for value in probabilities]
-
-
-def _apply_threshold(
-    scores: list[float], probabilities: list[float], has_answer: list[bool], threshold: float
-) -> list[float]:
-    """A row predicted to have no answer scores ``float(not answerable)``."""
-    return [
-        float(not answerable) if probability > threshold else score
-        for score, probability, answerable in zip(scores, probabilities, has_answer, strict=True)
-    ]
-
-
-def _report(exact: list[float], f1_scores: list[float], rows: Iterable[int]) -> dict[str, float]:
-    selected = list(rows)
-    total = len(selected)
-    # The official script's percentages, in its operation order, then on the 0-1 scale.
-    return {
-        "exact": 100.0 * sum(exact[row] for row in selected) / total / 100,
-        "f1": 100.0 * sum(f1_scores[row] for row in selected) / total / 100,
-        "total": total,
-    }
-
-
-def _best_threshold(
-    predictions: list[str],
-    scores: list[float],
-    probabilities: list[float],
-    has_answer: list[bool],
-) -> tuple[float, float]:
-    """The best corpus score over no-answer thresholds, and the threshold giving it.
-
-    Questions are taken by increasing probability; moving the threshold past one gains its
-    score if it is answerable, and loses 1 if it is not and the prediction is non-empty.
-    """
-    current: float = sum(1 for answerable in has_answer if not answerable)
-    best, best_threshold = current, 0.0
-    for row in sorted(range(len(scores)), key=probabilities.__getitem__):
-        if has_answer[row]:
-            current += scores[row]
-        elif predictions[row]:
-            current -= 1
-        if current > best:
-            best, best_threshold = current, probabilities[row]
-    return 100.0 * best / len(scores) / 100, best_threshold
+        warnings.warn(
+            "reward_plugins.metrics.qa.squad_v2_scores moved to "
+            "reward_plugins.metrics.squad_v2 (also reward_plugins.metrics.squad_v2_scores)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return squad_v2.squad_v2_scores
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -45,19 +45,14 @@ References:
 
 from __future__ import annotations
 
-import numbers
 from abc import abstractmethod
 from collections import Counter
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
-
-from rapidfuzz.distance import LCSseq
+from typing import Annotated, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from reward_plugins.errors import InvalidOption
 from reward_plugins.metrics.base import (
     Metric,
     Targets,
-    check_choice,
-    check_flag,
     check_prediction,
     coerce_targets,
     f_measure,
@@ -65,15 +60,25 @@ from reward_plugins.metrics.base import (
     reject_without_compat,
     takes_options_of,
 )
+from reward_plugins.metrics.lcs import Summary as _Summary
+from reward_plugins.metrics.lcs import lcs_indices as lcs_indices
+from reward_plugins.metrics.lcs import lcs_length as lcs_length
+from reward_plugins.metrics.lcs import position_masks as position_masks
+from reward_plugins.metrics.lcs import split_sentences as split_sentences
+from reward_plugins.metrics.lcs import summary_level_hits as summary_level_hits
 from reward_plugins.metrics.ngrams import NGrams, compiled_ngram_matches, ngram_overlap
 from reward_plugins.metrics.ngrams import ngram_matches as ngram_matches
 from reward_plugins.metrics.ngrams import ngram_matches_python as ngram_matches_python
 from reward_plugins.metrics.ngrams import ngrams as ngrams
+from reward_plugins.options import AtLeast, Flag, OneOf
 
 ROUGE_SCORE = "rouge_score"
 MEASURES = ("f", "p", "r")
 """``f``: F-measure (beta = 1), ``p``: precision, ``r``: recall."""
 ROUGE_SCORE_MAX_N = 9
+Measure = Annotated[str, OneOf(MEASURES), "f: F-measure, p: precision, r: recall"]
+RougeScorePreset = Annotated[str | None, OneOf((ROUGE_SCORE,)), "reproduce rouge-score"]
+UseStemmer = Annotated[bool | None, Flag(), "Porter-stem tokens (compat='rouge_score' only)"]
 """rouge-score names n-gram types ``rouge1`` ... ``rouge9`` only (``rouge10`` is invalid there)."""
 
 
@@ -102,20 +107,7 @@ def _scores(hits: int, predicted_total: int, gold_total: int) -> Scores:
     return precision, recall, f_measure(precision, recall)
 
 
-# --- LCS -------------------------------------------------------------------------------------
-def lcs_length(first: list[str], second: list[str]) -> int:
-    """Length of the longest common subsequence of two token lists.
-
-    Example:
-        >>> lcs_length("a b c d".split(), "b x d a".split())
-        2
-    """
-    ids: dict[str, int] = {}
-    first_ids = [ids.setdefault(token, len(ids)) for token in first]
-    second_ids = [ids.setdefault(token, len(ids)) for token in second]
-    return int(LCSseq.similarity(first_ids, second_ids))
-
-
+# --- LCS scores (the algorithms: reward_plugins.metrics.lcs) -----------------------------------
 def lcs_f_measure(prediction_tokens: list[str], target_tokens: list[str]) -> float:
     """LCS precision/recall F-measure of two non-empty token lists.
 
@@ -131,106 +123,6 @@ def _lcs_scores(predicted: list[str], gold: list[str]) -> Scores:
     if lcs == 0:
         return _NONE_SHARED
     return _scores(lcs, len(predicted), len(gold))
-
-
-def position_masks(tokens: list[str]) -> dict[str, int]:
-    """Token -> bit mask of its positions in ``tokens`` (bit j set for position j).
-
-    Example:
-        >>> position_masks(["a", "b", "a"])
-        {'a': 5, 'b': 2}
-    """
-    masks: dict[str, int] = {}
-    for position, token in enumerate(tokens):
-        masks[token] = masks.get(token, 0) | (1 << position)
-    return masks
-
-
-def lcs_indices(reference: list[str], candidate: list[str], masks: dict[str, int]) -> list[int]:
-    """Positions in ``reference`` of the LCS that rouge-score's traceback reads out.
-
-    ``masks`` is :func:`position_masks` of ``candidate``. Row i of the LCS table (the first i
-    reference tokens against every candidate prefix) is a bit vector with a 0 wherever the
-    table grows by one along the candidate, so ``table[i][j]`` is j minus the number of 1 bits
-    below bit j. The traceback starts at the last cell: a token match steps diagonally,
-    otherwise it moves left only if the cell on the left is strictly larger than the cell
-    above, as ``_backtrack_norec`` in rouge-score's ``rouge/rouge_scorer.py`` does; a different
-    choice would give another LCS of the same length, and another ROUGE-Lsum union.
-
-    Example:
-        >>> lcs_indices(list("12345"), list("2534"), position_masks(list("2534")))
-        [1, 2, 3]
-    """
-    width = len(candidate)
-    full = (1 << width) - 1
-    rows = [full]
-    row = full
-    for token in reference:
-        matches = row & masks.get(token, 0)
-        row = ((row + matches) | (row - matches)) & full
-        rows.append(row)
-    if row == full:  # no common token
-        return []
-    found: list[int] = []
-    i, j = len(reference), width
-    while i and j:
-        if reference[i - 1] == candidate[j - 1]:
-            i -= 1
-            j -= 1
-            found.append(i)
-            continue
-        below = (1 << (j - 1)) - 1  # bits 0 .. j - 2
-        left = j - 1 - (rows[i] & below).bit_count()
-        above = j - (rows[i - 1] & (below << 1 | 1)).bit_count()
-        if left > above:
-            j -= 1
-        else:
-            i -= 1
-    found.reverse()
-    return found
-
-
-class _Summary(NamedTuple):
-    """A text as sentences of tokens, with what summary-level LCS needs of it."""
-
-    sentences: list[list[str]]
-    masks: list[dict[str, int]]
-    counts: Counter[str]
-    total: int
-
-
-def split_sentences(text: str) -> list[str]:
-    """The non-empty lines of ``text`` (split at ``"\\n"`` only), rouge-score's sentence rule.
-
-    Example:
-        >>> split_sentences("First one.\\n\\nSecond one.\\r\\n")
-        ['First one.', 'Second one.\\r']
-    """
-    return [line for line in text.split("\n") if line]
-
-
-def summary_level_hits(targets: _Summary, prediction: _Summary) -> int:
-    """Union-LCS hits of a target summary against a prediction summary.
-
-    Each target sentence takes the union of its LCS positions against every prediction
-    sentence; a token at a union position counts while both summaries still have an unused
-    occurrence of it (ROUGE-1.5.5's guard against double counting, kept by rouge-score).
-    """
-    left_in_prediction = prediction.counts.copy()
-    left_in_target = targets.counts.copy()
-    hits = 0
-    pairs = list(zip(prediction.sentences, prediction.masks, strict=True))
-    for sentence in targets.sentences:
-        union: set[int] = set()
-        for candidate, masks in pairs:
-            union.update(lcs_indices(sentence, candidate, masks))
-        for token, count in Counter(sentence[index] for index in union).items():
-            used = min(count, left_in_prediction[token], left_in_target[token])
-            if used > 0:
-                hits += used
-                left_in_prediction[token] -= used
-                left_in_target[token] -= used
-    return hits
 
 
 # --- metrics ---------------------------------------------------------------------------------
@@ -264,13 +156,11 @@ class RougeMetric(Metric, Generic[FeaturesT]):
         use_stemmer: bool | None,
     ) -> None:
         """Validate and resolve the common options."""
-        self.measure = check_choice(measure, MEASURES, "measure", self.name)
+        self.measure = measure
         self._field = _MEASURE_FIELD[self.measure]
         if compat is not None:
-            self.compat = check_choice(compat, (ROUGE_SCORE,), "compat", self.name)
+            self.compat = compat
             reject_with_compat(self.name, compat, normalizer=normalizer, tokenizer=tokenizer)
-            if use_stemmer is not None:
-                check_flag(use_stemmer, "use_stemmer", self.name)
             tokenizer = "rouge_score_porter" if use_stemmer else "rouge_score"
         else:
             reject_without_compat(self.name, use_stemmer=use_stemmer)
@@ -369,26 +259,20 @@ class RougeN(RougeMetric[NGrams]):
     def __init__(
         self,
         *,
-        n: int | None = None,
-        measure: str = "f",
+        n: Annotated[int | None, AtLeast(1), "the n-gram order (required)"] = None,
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
     ) -> None:
         self._configure(measure, normalizer, tokenizer, compat, use_stemmer)
         self.n = self._check_order(n)
 
-    def _check_order(self, n: object) -> int:
+    def _check_order(self, n: int | None) -> int:
         if n is None:
             raise InvalidOption(f"{self.name}: option 'n' is required (the n-gram order, >= 1)")
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-            raise InvalidOption(
-                f"{self.name}: option 'n' must be an int >= 1, got {type(n).__name__}: {n!r}"
-            )
-        order = int(n)
-        if order < 1:
-            raise InvalidOption(f"{self.name}: option 'n' must be >= 1, got {order}")
+        order = int(n)  # an int >= 1: checked as declared
         if self.compat is not None and order > ROUGE_SCORE_MAX_N:
             raise InvalidOption(
                 f"{self.name}: compat={self.compat!r} supports n from 1 to {ROUGE_SCORE_MAX_N} "
@@ -429,11 +313,11 @@ class Rouge1(RougeN):
     def __init__(
         self,
         *,
-        measure: str = "f",
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
     ) -> None:
         super().__init__(
             n=1,
@@ -458,11 +342,11 @@ class Rouge2(RougeN):
     def __init__(
         self,
         *,
-        measure: str = "f",
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
     ) -> None:
         super().__init__(
             n=2,
@@ -504,11 +388,11 @@ class RougeL(RougeMetric[list[str]]):
     def __init__(
         self,
         *,
-        measure: str = "f",
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
     ) -> None:
         self._configure(measure, normalizer, tokenizer, compat, use_stemmer)
 
@@ -550,19 +434,17 @@ class RougeLsum(RougeMetric[_Summary]):
     def __init__(
         self,
         *,
-        measure: str = "f",
+        measure: Measure = "f",
         normalizer: str | None = None,
         tokenizer: str | None = None,
-        compat: str | None = None,
-        use_stemmer: bool | None = None,
-        split_summaries: bool | None = None,
+        compat: RougeScorePreset = None,
+        use_stemmer: UseStemmer = None,
+        split_summaries: Annotated[bool | None, Flag(), "split at sentences (unsupported)"] = None,
     ) -> None:
         self._configure(measure, normalizer, tokenizer, compat, use_stemmer)
         if compat is None:
             reject_without_compat(self.name, split_summaries=split_summaries)
-        elif split_summaries is not None and check_flag(
-            split_summaries, "split_summaries", self.name
-        ):
+        elif split_summaries:
             raise InvalidOption(
                 f"{self.name}: split_summaries=True is not supported: rouge-score then splits "
                 "sentences with nltk's punkt model (nltk.sent_tokenize), data that nltk does not "

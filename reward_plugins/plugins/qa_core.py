@@ -12,18 +12,21 @@ by verl's ``search_r1_like_qa_em`` decision table (verl 0.9.1,
 
 :func:`qa_outcome` applies that table under any match rule (EM, SubEM, token F1, a metric of
 :mod:`reward_plugins.metrics`), :func:`qa_result` shapes the outcome as the fixed-key dict of
-the QA scorers, and :data:`QA_PARAMETERS` with :func:`with_options` declare the options once:
-a scorer written as ``(solution_str, golds, **options)`` gets exactly those keyword-only
-parameters, which is where :func:`reward_plugins.registry.scorer` reads options from.
-``plugins/search_r1.py`` and ``plugins/tool_agent.py`` are built on it; so can a third-party
-QA scorer.
+the QA scorers, and :class:`QAOptions` declares the QA options once (default, type, range and
+doc of each; :mod:`reward_plugins.options`): a scorer written as ``(solution_str, golds,
+**options)`` registers with ``options=QAOptions`` (or a subclass adding its own fields), which
+is where :func:`reward_plugins.registry.scorer` reads its options from. ``plugins/search_r1.py``
+and ``plugins/tool_agent.py`` are built on it; so can a third-party QA scorer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple, TypeVar
+from dataclasses import dataclass
+from typing import Annotated, Any, NamedTuple, TypeVar
 
 from reward_plugins.cache import BUILT_METRICS, BoundedCache
 from reward_plugins.errors import InvalidOption
@@ -31,13 +34,48 @@ from reward_plugins.extract import ExtractMode, TagScan, scan_tags
 from reward_plugins.groundtruth import Golds
 from reward_plugins.metrics import Metric, get_metric
 from reward_plugins.metrics.qa import Comparison, compare, gold_index, subem_match
-from reward_plugins.options import Factor, NonNegativeInt, PositiveInt, Score, freeze
+from reward_plugins.options import (
+    Factor,
+    NonNegativeInt,
+    PositiveInt,
+    Score,
+    declared_options,
+    freeze,
+)
 from reward_plugins.text import NORMALIZERS, get_normalizer
+
+SEARCH_R1_DATA_SOURCES: tuple[str, ...] = tuple(
+    f"searchR1_{name}"
+    for name in ("nq", "triviaqa", "popqa", "hotpotqa", "2wikimultihopqa", "musique", "bamboogle")
+)
+"""The data sources of Search-R1's seven QA sets, served by the QA scorers."""
 
 DEFAULT_MAX_ANSWER_TAGS = 10
 """verl's ``max_answer_tags``: more opening or closing answer tags than this is spam."""
 DEFAULT_SPAM_FACTOR = 0.25
 """verl's penalty factor on a spammed match (it divides by 4)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QAOptions:
+    """The QA options, shared by every QA-style scorer; their defaults are verl's."""
+
+    format_score: Annotated[Score, "paid for an answer that does not match"] = 0.0
+    score: Annotated[Score, "paid for a match"] = 1.0
+    max_answer_tags: Annotated[
+        PositiveInt, "more opening or closing answer tags than this is spam"
+    ] = DEFAULT_MAX_ANSWER_TAGS
+    spam_factor: Annotated[Factor, "multiplies a spammed match's reward"] = DEFAULT_SPAM_FACTOR
+    extract: Annotated[ExtractMode, "which answer span is read"] = "last"
+    normalizer: Annotated[str, "the text normalizer (reward_plugins.text)"] = "squad"
+    subem_word_boundary: Annotated[bool, "SubEM matches whole words only"] = False
+    max_answer_words: Annotated[
+        NonNegativeInt | None, "a longer answer never matches (None: no limit)"
+    ] = None
+    reject_empty_gold: Annotated[bool, "a gold that normalizes to '' matches nothing"] = False
+
+
+_QA = QAOptions()
 
 
 class QAOutcome(NamedTuple):
@@ -76,22 +114,22 @@ def qa_outcome(
     solution_str: str,
     golds: Golds,
     *,
-    format_score: Score = 0.0,
-    score: Score = 1.0,
-    max_answer_tags: PositiveInt = DEFAULT_MAX_ANSWER_TAGS,
-    spam_factor: Factor = DEFAULT_SPAM_FACTOR,
-    extract: ExtractMode = "last",
-    normalizer: str = "squad",
-    subem_word_boundary: bool = False,
-    max_answer_words: NonNegativeInt | None = None,
-    reject_empty_gold: bool = False,
+    format_score: Any = _QA.format_score,
+    score: Any = _QA.score,
+    max_answer_tags: int = _QA.max_answer_tags,
+    spam_factor: float = _QA.spam_factor,
+    extract: ExtractMode = _QA.extract,
+    normalizer: str = _QA.normalizer,
+    subem_word_boundary: bool = _QA.subem_word_boundary,
+    max_answer_words: int | None = _QA.max_answer_words,
+    reject_empty_gold: bool = _QA.reject_empty_gold,
     penalize: bool = True,
     with_f1: bool = True,
     metric: Metric | None = None,
     scan: TagScan | None = None,
 ) -> QAOutcome:
-    """The outcome of one response under the QA options (their defaults are verl's): verl's
-    decision table, for any match rule.
+    """The outcome of one response under the QA options (:class:`QAOptions`, whose defaults
+    these are, checked by the registry): verl's decision table, for any match rule.
 
     No answer: ``0``. A match that is not ``too_long``: ``score`` (times F1 for ``"f1"``, times
     ``metric(answer, golds)`` for ``"metric"``), times ``spam_factor`` when ``penalize`` and the
@@ -202,15 +240,57 @@ def cached_metric(name: str, options: Mapping[str, Any] | None) -> Metric:
     return metric
 
 
+ScorerT = TypeVar("ScorerT", bound=Callable[..., Any])
+
+
+def _qa_parameters() -> list[inspect.Parameter]:
+    return [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=s.default)
+        for n, s in declared_options(QAOptions).items()
+    ]
+
+
+def with_options(*extra: inspect.Parameter, base: Any = None) -> Callable[[ScorerT], ScorerT]:
+    """Deprecated: register with ``scorer(..., options=QAOptions)`` (or a subclass).
+
+    Kept for one release: attaches a declaration of the QA options plus ``extra`` (keyword-only
+    ``inspect.Parameter`` objects) that :func:`reward_plugins.registry.scorer` reads; put it
+    under the ``scorer`` decorator as before.
+    """
+    warnings.warn(
+        "qa_core.with_options is deprecated; pass options=QAOptions (or a dataclass subclass "
+        "of it) to reward_plugins.scorer",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    fields = [
+        (p.name, p.annotation, dataclasses.field(default=p.default))
+        if p.default is not inspect.Parameter.empty
+        else (p.name, p.annotation, dataclasses.field())
+        for p in extra
+    ]
+    declaration = dataclasses.make_dataclass(
+        "QAOptionsWith", fields, bases=(QAOptions,), frozen=True, kw_only=True
+    )
+
+    def decorate(function: ScorerT) -> ScorerT:
+        function.__reward_plugins_options__ = declaration  # type: ignore[attr-defined]
+        return function
+
+    return decorate
+
+
 def options_of(
     function: Callable[..., Any], *, drop: tuple[str, ...] = ()
 ) -> list[inspect.Parameter]:
-    """The keyword-only parameters of ``function`` (annotations resolved), but those in ``drop``.
-
-    Example:
-        >>> [p.name for p in options_of(penalized_score)], [p.name for p in QA_PARAMETERS][:2]
-        ([], ['format_score', 'score'])
-    """
+    """Deprecated with :func:`with_options`: the keyword-only parameters of ``function``
+    (annotations resolved), but those in ``drop``."""
+    warnings.warn(
+        "qa_core.options_of is deprecated; options are declared by a dataclass "
+        "(reward_plugins.options.declared_options)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return [
         parameter
         for parameter in inspect.signature(function, eval_str=True).parameters.values()
@@ -218,39 +298,20 @@ def options_of(
     ]
 
 
-QA_PARAMETERS: list[inspect.Parameter] = options_of(
-    qa_outcome, drop=("penalize", "with_f1", "metric", "scan")
-)
-"""The QA options, declared once on :func:`qa_outcome`; the QA scorers take exactly these."""
-
-
 def keyword(name: str, default: Any, annotation: Any) -> inspect.Parameter:
-    """A keyword-only parameter, for :func:`with_options` (``inspect.Parameter.empty`` as
-    ``default`` makes the option required)."""
+    """Deprecated with :func:`with_options`: a keyword-only parameter for it."""
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
     )
 
 
-ScorerT = TypeVar("ScorerT", bound=Callable[..., Any])
-
-
-def with_options(
-    *extra: inspect.Parameter, base: list[inspect.Parameter] = QA_PARAMETERS
-) -> Callable[[ScorerT], ScorerT]:
-    """Give a ``(solution_str, golds, **options)`` scorer the signature the registry reads its
-    options from: ``base`` parameters (by default :data:`QA_PARAMETERS`) then ``extra``.
-
-    The function is returned itself, with ``__signature__`` set; put this decorator under
-    :func:`reward_plugins.registry.scorer`.
-    """
-    positional = [
-        inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        for n in ("solution_str", "golds")
-    ]
-
-    def decorate(function: ScorerT) -> ScorerT:
-        function.__signature__ = inspect.Signature([*positional, *base, *extra])  # type: ignore[attr-defined]
-        return function
-
-    return decorate
+def __getattr__(name: str) -> Any:
+    """``QA_PARAMETERS``, deprecated: the QA options are :class:`QAOptions`'s fields."""
+    if name == "QA_PARAMETERS":
+        warnings.warn(
+            "qa_core.QA_PARAMETERS is deprecated; read declared_options(QAOptions)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _qa_parameters()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,41 +22,39 @@ The router-facing scorers (``score_*``) return a dict with the fixed keys :data:
 (``compute_score_format`` adds :data:`FORMAT_RESULT_KEYS`). The decision table, the QA options
 and the result shape are the QA core's (:mod:`reward_plugins.plugins.qa_core`), shared with
 every QA-style scorer.
+
+verl's call shapes of the same rewards (``compute_score(solution_str, ground_truth, method,
+format_score, score)`` and the others) are :mod:`reward_plugins.plugins.verl_compat`'s,
+re-exported here under verl's names.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Mapping
-from functools import cache
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from reward_plugins.extract import extract_tag, find_tag_spans, scan_tags
-from reward_plugins.groundtruth import Golds, coerce_golds
-from reward_plugins.metrics.qa import compare
-from reward_plugins.options import NonNegativeInt, Score
+from reward_plugins.extract import extract_tag
+from reward_plugins.groundtruth import Golds
 from reward_plugins.plugins.qa_core import DEFAULT_MAX_ANSWER_TAGS as DEFAULT_MAX_ANSWER_TAGS
 from reward_plugins.plugins.qa_core import DEFAULT_SPAM_FACTOR as DEFAULT_SPAM_FACTOR
+from reward_plugins.plugins.qa_core import SEARCH_R1_DATA_SOURCES as SEARCH_R1_DATA_SOURCES
 from reward_plugins.plugins.qa_core import (
-    QAOutcome,
+    QAOptions,
     cached_metric,
     check_normalizer,
-    keyword,
-    options_of,
     qa_outcome,
     qa_result,
-    retrieval_hit,
-    with_options,
 )
-from reward_plugins.plugins.trajectory import DEFAULT_END_MARKERS, TrajectoryTags, format_error
-from reward_plugins.registry import Registration, lookup, scorer
+from reward_plugins.plugins.qa_core import retrieval_hit as retrieval_hit
+from reward_plugins.plugins.qa_format import FormatOptions, format_outcome
+from reward_plugins.plugins.verl_compat import compute_score as compute_score
+from reward_plugins.plugins.verl_compat import compute_score_f1 as compute_score_f1
+from reward_plugins.plugins.verl_compat import compute_score_format as compute_score_format
+from reward_plugins.plugins.verl_compat import compute_score_subem as compute_score_subem
+from reward_plugins.registry import scorer
 from reward_plugins.results import ResultKey, Schema, keys_of
 from reward_plugins.text import normalize_squad
-
-SEARCH_R1_DATA_SOURCES: tuple[str, ...] = tuple(
-    f"searchR1_{name}"
-    for name in ("nq", "triviaqa", "popqa", "hotpotqa", "2wikimultihopqa", "musique", "bamboogle")
-)
 
 QA_RESULTS: Schema = (
     ResultKey("score", "reward", "score", gdpo=True),
@@ -114,8 +112,28 @@ def count_answer_tags(text: str) -> tuple[int, int]:
 # ---------------------------------------------------------------------------- router scorers
 
 
-@scorer("compute_score", SEARCH_R1_DATA_SOURCES, validate=check_normalizer, results=QA_RESULTS)
-@with_options()
+@dataclass(frozen=True, kw_only=True)
+class SubEMOptions(QAOptions):
+    """The options of ``compute_score_subem``: the QA options and ``penalize_subem``."""
+
+    penalize_subem: Annotated[bool, "apply the spam penalty to SubEM too (verl does not)"] = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricOptions(QAOptions):
+    """The options of ``compute_score_metric``: the QA options and the metric."""
+
+    metric: Annotated[str, "a metric of reward_plugins.metrics"]
+    metric_options: Annotated[Mapping[str, Any] | None, "the metric's own options"] = None
+
+
+@scorer(
+    "compute_score",
+    SEARCH_R1_DATA_SOURCES,
+    validate=check_normalizer,
+    results=QA_RESULTS,
+    options=QAOptions,
+)
 def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Exact-match reward with the anti-spam penalty; dict with :data:`QA_RESULT_KEYS`.
 
@@ -126,9 +144,12 @@ def score_em(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
 
 
 @scorer(
-    "compute_score_subem", SEARCH_R1_DATA_SOURCES, validate=check_normalizer, results=QA_RESULTS
+    "compute_score_subem",
+    SEARCH_R1_DATA_SOURCES,
+    validate=check_normalizer,
+    results=QA_RESULTS,
+    options=SubEMOptions,
 )
-@with_options(keyword("penalize_subem", False, bool))
 def score_subem(
     solution_str: str, golds: Golds, *, penalize_subem: bool = False, **options: Any
 ) -> dict[str, Any]:
@@ -140,8 +161,13 @@ def score_subem(
     return qa_result(outcome, outcome.paid_match)
 
 
-@scorer("compute_score_f1", SEARCH_R1_DATA_SOURCES, validate=check_normalizer, results=QA_RESULTS)
-@with_options()
+@scorer(
+    "compute_score_f1",
+    SEARCH_R1_DATA_SOURCES,
+    validate=check_normalizer,
+    results=QA_RESULTS,
+    options=QAOptions,
+)
 def score_f1(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Token-F1 reward (R1-Searcher, ReSearch): ``score * F1``, ``format_score`` when F1 is 0.
 
@@ -158,10 +184,12 @@ def _check_metric(options: Mapping[str, Any]) -> None:
     cached_metric(options["metric"], options["metric_options"])
 
 
-@scorer("compute_score_metric", SEARCH_R1_DATA_SOURCES, validate=_check_metric, results=QA_RESULTS)
-@with_options(
-    keyword("metric", inspect.Parameter.empty, str),
-    keyword("metric_options", None, Mapping[str, Any] | None),
+@scorer(
+    "compute_score_metric",
+    SEARCH_R1_DATA_SOURCES,
+    validate=_check_metric,
+    results=QA_RESULTS,
+    options=MetricOptions,
 )
 def score_metric(
     solution_str: str,
@@ -183,77 +211,6 @@ def score_metric(
     return qa_result(outcome, comparison.em and not comparison.too_long)
 
 
-def _format_outcome(
-    solution_str: str,
-    golds: Golds,
-    *,
-    structure_format_score: Score = 0,
-    final_format_score: Score = 0,
-    retrieval_score: Score = 0,
-    score: Score = 1.0,
-    prompt_included: bool = False,
-    end_markers: tuple[str, ...] = DEFAULT_END_MARKERS,
-    think_tag: str = "think",
-    search_tag: str = "search",
-    information_tag: str = "information",
-    answer_tag: str = "answer",
-    normalizer: str = "squad",
-    subem_word_boundary: bool = False,
-    max_answer_words: NonNegativeInt | None = None,
-    reject_empty_gold: bool = False,
-) -> tuple[QAOutcome, bool, bool]:
-    """Search-R1's ``qa_em_format.compute_score_em`` decision table; the format options.
-
-    With s, f, r, S the structure, final-format and retrieval scores and ``score``: a valid
-    format pays S for a correct answer and s for a wrong or absent one (s + r when a normalized
-    gold is a substring of a normalized information block); an invalid one pays S - s for a
-    correct answer, f for a wrong one and 0 without an answer.
-
-    Returns:
-        ``(outcome, format_valid, retrieval_hit)``.
-    """
-    tags = TrajectoryTags(think_tag, search_tag, information_tag, answer_tag)
-    valid = (
-        format_error(
-            solution_str, tags, prompt_included=prompt_included, end_markers=tuple(end_markers)
-        )
-        is None
-    )
-    if prompt_included:  # upstream: the prompt's example answer is the first match
-        spans = find_tag_spans(solution_str, answer_tag)
-        answer = spans[-1].strip() if len(spans) >= 2 else None
-        tag_counts = (solution_str.count(f"<{answer_tag}>"), solution_str.count(f"</{answer_tag}>"))
-    else:
-        answer, opening, closing = scan_tags(solution_str, answer_tag, "last")
-        tag_counts = (opening, closing)
-    comparison = compare(
-        answer,
-        golds,
-        normalizer=normalizer,
-        subem_word_boundary=subem_word_boundary,
-        max_answer_words=max_answer_words,
-        reject_empty_gold=reject_empty_gold,
-    )
-    hit = valid and retrieval_hit(
-        find_tag_spans(solution_str, information_tag),
-        golds,
-        normalizer,
-        subem_word_boundary,
-        reject_empty_gold,
-    )
-    correct = answer is not None and comparison.em and not comparison.too_long
-    if correct:
-        reward = score if valid else score - structure_format_score
-    elif valid and hit:
-        reward = structure_format_score + retrieval_score
-    elif valid:
-        reward = structure_format_score
-    else:
-        reward = 0 if answer is None else final_format_score
-    outcome = QAOutcome(reward, answer, max(tag_counts), comparison, correct, False)
-    return outcome, valid, hit
-
-
 # ``retrieval_hit``, a gold inside a retrieved block, is the QA core's: the tool scorer's too.
 
 
@@ -262,108 +219,16 @@ def _format_outcome(
     SEARCH_R1_DATA_SOURCES,
     validate=check_normalizer,
     results=FORMAT_RESULTS,
+    options=FormatOptions,
 )
-@with_options(base=options_of(_format_outcome))
 def score_format(solution_str: str, golds: Golds, **options: Any) -> dict[str, Any]:
     """Search-R1's format-aware EM reward; dict with :data:`FORMAT_RESULT_KEYS`.
 
     ``acc`` is the paid EM; ``spam_penalized`` is always 0 (a repeated answer makes the format
     invalid instead).
     """
-    outcome, valid, retrieval_hit = _format_outcome(solution_str, golds, **options)
+    outcome, valid, retrieval_hit = format_outcome(solution_str, golds, **options)
     result = qa_result(outcome, outcome.paid_match)
     result["format_valid"] = 1.0 if valid else 0.0
     result["retrieval_hit"] = 1.0 if retrieval_hit else 0.0
     return result
-
-
-# ------------------------------------------------------------------ verl-compatible functions
-# Same positional parameters as verl's functions. ``format_score`` and ``score`` pass through
-# with any type verl accepts (a Fraction stays a Fraction); every other option is checked as
-# the router scorer of the same name checks it.
-
-
-def _checked(name: str, options: Mapping[str, Any]) -> None:
-    if options:
-        _registration(name).bind(options)
-
-
-@cache
-def _registration(name: str) -> Registration:
-    return lookup(SEARCH_R1_DATA_SOURCES[0], name)
-
-
-def compute_score(
-    solution_str: str,
-    ground_truth: Any,
-    method: str = "strict",
-    format_score: Any = 0.0,
-    score: Any = 1.0,
-    **options: Any,
-) -> Any:
-    """verl's ``search_r1_like_qa_em.compute_score``, configurable (``method`` unused, as in verl).
-
-    Returns ``0`` without an answer, ``format_score`` on a wrong one, ``score`` on an exact match
-    (``score * spam_factor`` when spammed). ``options``: those of the ``compute_score`` scorer.
-    """
-    _checked("compute_score", options)
-    golds = coerce_golds(ground_truth)
-    return qa_outcome(
-        "em", solution_str, golds, format_score=format_score, score=score, with_f1=False, **options
-    ).reward
-
-
-def compute_score_subem(
-    solution_str: str,
-    ground_truth: Any,
-    method: str = "strict",
-    format_score: Any = 0.0,
-    score: Any = 1.0,
-    *,
-    penalize_subem: bool = False,
-    **options: Any,
-) -> Any:
-    """verl's ``search_r1_like_qa_em.compute_score_subem``, configurable (``method`` unused).
-
-    ``options``: those of the ``compute_score_subem`` scorer.
-    """
-    if options or penalize_subem is not False:
-        _checked("compute_score_subem", {**options, "penalize_subem": penalize_subem})
-    golds = coerce_golds(ground_truth)
-    return qa_outcome(
-        "subem",
-        solution_str,
-        golds,
-        format_score=format_score,
-        score=score,
-        penalize=penalize_subem,
-        with_f1=False,
-        **options,
-    ).reward
-
-
-def compute_score_f1(
-    solution_str: str,
-    ground_truth: Any,
-    method: str = "strict",
-    format_score: Any = 0.0,
-    score: Any = 1.0,
-    **options: Any,
-) -> Any:
-    """Token-F1 reward with the signature of the functions above (``method`` unused)."""
-    _checked("compute_score_f1", options)
-    golds = coerce_golds(ground_truth)
-    return qa_outcome(
-        "f1", solution_str, golds, format_score=format_score, score=score, **options
-    ).reward
-
-
-def compute_score_format(
-    solution_str: str, ground_truth: Any, method: str = "strict", **options: Any
-) -> Any:
-    """Search-R1's ``qa_em_format.compute_score_em`` (``method`` unused; upstream's unused
-    ``format_score`` is not accepted). ``options``: those of the ``compute_score_format``
-    scorer; ``prompt_included=True`` reproduces upstream on the decoded prompt plus response.
-    """
-    _checked("compute_score_format", options)
-    return _format_outcome(solution_str, coerce_golds(ground_truth), **options)[0].reward

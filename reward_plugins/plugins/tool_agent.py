@@ -45,7 +45,6 @@ scorers share.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from collections.abc import Mapping
@@ -53,7 +52,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 from reward_plugins import cache
 from reward_plugins.config_reader import ConfigFileError, read_config_file
@@ -64,17 +63,17 @@ from reward_plugins.options import (
     Penalty,
     PositiveInt,
     Score,
+    declared_options,
     describe_value,
     is_finite_number,
 )
 from reward_plugins.plugins.qa_core import (
+    QAOptions,
     cached_metric,
     check_normalizer,
-    keyword,
     qa_outcome,
     qa_result,
     retrieval_hit,
-    with_options,
 )
 from reward_plugins.plugins.search_r1 import QA_RESULTS
 from reward_plugins.registry import WILDCARD, scorer
@@ -341,40 +340,51 @@ def _check(options: Mapping[str, Any]) -> None:
         cached_metric(options["metric"], options["metric_options"])
 
 
-_TOOL_PARAMETERS: list[inspect.Parameter] = [
-    keyword("answer_rule", "em", AnswerRule),
-    keyword("metric", None, str | None),
-    keyword("metric_options", None, Mapping[str, Any] | None),
-    keyword("invalid_format_score", None, Score | None),
-    keyword("retrieval_score", 0.0, Score),
-    keyword("search_bonus", 0.0, Score),
-    keyword("invalid_call_penalty", 0.0, Score),
-    keyword("max_tool_calls", 10, PositiveInt),
-    keyword("tool_reward_weight", 0.0, Score),
-    keyword("tool_config", None, str | None),
-    keyword("tool_format", "any", ToolFormat),
-    keyword("min_searches", 0, NonNegativeInt),
-    keyword("missing_search_penalty", 0.0, Penalty),
-    keyword("repeated_query_penalty", 0.0, Penalty),
-    keyword("free_tool_calls", DEFAULT_FREE_TOOL_CALLS, NonNegativeInt),
-    keyword("extra_call_penalty", 0.0, Penalty),
-    keyword("forged_response_penalty", 0.0, Penalty),
-    keyword("require_grounding", False, bool),
-    keyword("extra_info", None, Mapping[str, Any] | None),
-]
+@dataclass(frozen=True, kw_only=True)
+class ToolOptions(QAOptions):
+    """The options of ``compute_score_tool``: the QA options, the answer rule and the tool
+    options of the module docstring."""
+
+    answer_rule: Annotated[AnswerRule, "how the final answer is matched"] = "em"
+    metric: Annotated[str | None, "the metric of answer_rule='metric'"] = None
+    metric_options: Annotated[Mapping[str, Any] | None, "the metric's own options"] = None
+    invalid_format_score: Annotated[Score | None, "replaces the reward of a bad format"] = None
+    retrieval_score: Annotated[Score, "added when a gold is in a tool response"] = 0.0
+    search_bonus: Annotated[Score, "added when a valid tool call was made"] = 0.0
+    invalid_call_penalty: Annotated[Score, "subtracted per invalid tool call"] = 0.0
+    max_tool_calls: Annotated[PositiveInt, "more calls make the format invalid"] = 10
+    tool_reward_weight: Annotated[Score, "weight of extra_info's tool rewards"] = 0.0
+    tool_config: Annotated[str | None, "verl's tool YAML (None: the shipped one)"] = None
+    tool_format: Annotated[ToolFormat, "the tool-call syntax"] = "any"
+    min_searches: Annotated[NonNegativeInt, "searches expected before answering"] = 0
+    missing_search_penalty: Annotated[Penalty, "per search short of min_searches"] = 0.0
+    repeated_query_penalty: Annotated[Penalty, "per repeated query"] = 0.0
+    free_tool_calls: Annotated[NonNegativeInt, "calls that extra_call_penalty leaves free"] = (
+        DEFAULT_FREE_TOOL_CALLS
+    )
+    extra_call_penalty: Annotated[Penalty, "per call over free_tool_calls"] = 0.0
+    forged_response_penalty: Annotated[Penalty, "per forged tool response"] = 0.0
+    require_grounding: Annotated[bool, "a match pays only if a tool response holds it"] = False
+
+
 TOOL_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {
-        parameter.name: parameter.default
-        for parameter in _TOOL_PARAMETERS
-        if parameter.name not in ("answer_rule", "metric", "metric_options", "extra_info")
+        name: spec.default
+        for name, spec in declared_options(ToolOptions).items()
+        if name not in declared_options(QAOptions)
+        and name not in ("answer_rule", "metric", "metric_options")
     }
 )
-"""The tool options (every option but the QA ones, the answer rule and ``extra_info``) and
-their defaults."""
+"""The tool options (every option but the QA ones and the answer rule) and their defaults."""
 
 
-@scorer("compute_score_tool", WILDCARD, validate=_check, results=(*QA_RESULTS, *TOOL_RESULTS))
-@with_options(*_TOOL_PARAMETERS)
+@scorer(
+    "compute_score_tool",
+    WILDCARD,
+    validate=_check,
+    results=(*QA_RESULTS, *TOOL_RESULTS),
+    options=ToolOptions,
+)
 def score_tool(
     solution_str: str,
     golds: Golds,
