@@ -17,8 +17,7 @@ def test_search_r1_reexports_the_verl_shapes_without_warning() -> None:
         for name in ("compute_score", "compute_score_subem", "compute_score_f1"):
             assert getattr(search_r1, name) is getattr(verl_compat, name)
         assert search_r1.compute_score_format is verl_compat.compute_score_format
-        assert verl_compat.compute_score_batch is router.compute_score_batch
-        assert verl_compat.compute_score_batch is reward_plugins.compute_score_batch
+        assert reward_plugins.compute_score_batch is router.compute_score_batch
 
 
 def test_verl_shape_and_registered_scorer_agree() -> None:

@@ -522,10 +522,11 @@ def accuracy(prediction: str, targets: Targets) -> float:
 def __getattr__(name: str) -> Any:
     """``squad_v2_scores``, moved to :mod:`reward_plugins.metrics.squad_v2` (deprecated here)."""
     if name == "squad_v2_scores":
+        import importlib
         import warnings
 
-        from reward_plugins.metrics import squad_v2
-
+        # looked up when asked for, not imported: squad_v2 builds on this module
+        squad_v2 = importlib.import_module("reward_plugins.metrics.squad_v2")
         warnings.warn(
             "reward_plugins.metrics.qa.squad_v2_scores moved to "
             "reward_plugins.metrics.squad_v2 (also reward_plugins.metrics.squad_v2_scores)",

@@ -10,10 +10,9 @@ router's ``(data_source, solution_str, ground_truth, ...)`` shape) and the funct
 its options, which are checked as the registered scorer checks them. ``format_score`` and
 ``score`` pass through with any type verl accepts (a ``Fraction`` stays a ``Fraction``).
 
-verl's legacy ``batch`` reward manager calls :func:`compute_score_batch` (plural arguments, a
-list in input order); it lives with the routers (:mod:`reward_plugins.router`, which the
-package imports without any plugin) and is re-exported here so every legacy shape is listed
-in this module.
+verl's legacy ``batch`` reward manager calls ``reward_plugins.compute_score_batch`` (plural
+arguments, a list in input order); it routes by data source, so it lives with the routers
+(:mod:`reward_plugins.router`), which no scorer module imports.
 
 :mod:`reward_plugins.plugins.search_r1` re-exports these functions: that module is the public
 home of verl's ``search_r1_like_qa_em`` names.
@@ -29,11 +28,9 @@ from reward_plugins.groundtruth import coerce_golds
 from reward_plugins.plugins.qa_core import SEARCH_R1_DATA_SOURCES, qa_outcome
 from reward_plugins.plugins.qa_format import format_outcome
 from reward_plugins.registry import Registration, lookup
-from reward_plugins.router import compute_score_batch as compute_score_batch
 
 __all__ = [
     "compute_score",
-    "compute_score_batch",
     "compute_score_f1",
     "compute_score_format",
     "compute_score_subem",
