@@ -45,6 +45,7 @@ SLOW_MODULES = frozenset(
         "test_verl_reward_loop.py",  # verl's reward-loop managers
         "test_tool_agent_loop.py",  # verl's ToolAgentLoop, a local retriever
         "test_serve_verl.py",  # verl's reward loop scoring through a local reward server
+        "test_speedups.py",  # the C twins against their references: sweeps, child processes
     }
 )
 """Test modules whose every test is ``slow``."""
