@@ -1,10 +1,13 @@
 """Suite-wide configuration: the ``slow`` marker for whole modules, and shared fixtures.
 
 ``slow`` marks tests that start verl's reward managers, loaders or trainer config composition,
-Ray, TRL or OpenRLHF, or that install packages. A test or module may carry the marker itself
-(``@pytest.mark.slow``, ``pytestmark = pytest.mark.slow``); the modules in :data:`SLOW_MODULES`
-get it here, on every test they hold. ``pytest -m "not slow"`` then runs the package's own tests
-(extraction, normalization, metrics, routing, the CLI, parity with verl's reference scorer).
+Ray, TRL or OpenRLHF, or that install packages; and the long sweeps (the C twins against their
+references, thousands of generated trajectories), memory-budget stress tests and the server
+tests that start a process pool of their own to wait out a timeout or a respawn. A test or
+module may carry the marker itself (``@pytest.mark.slow``, ``pytestmark = pytest.mark.slow``);
+the modules in :data:`SLOW_MODULES` get it here, on every test they hold. ``pytest -m "not
+slow"`` then runs the package's own tests (extraction, normalization, metrics, routing, the CLI,
+parity with verl's reference scorer).
 
 Under ``-m "not slow"`` the modules of :data:`SLOW_MODULES` are not even imported: their
 module-level imports of verl's trainer, Ray, TRL and OpenRLHF cost more than the package's tests
@@ -47,6 +50,7 @@ SLOW_MODULES = frozenset(
         "test_verl_reward_loop.py",  # verl's reward-loop managers
         "test_tool_agent_loop.py",  # verl's ToolAgentLoop, a local retriever
         "test_serve_verl.py",  # verl's reward loop scoring through a local reward server
+        "test_speedups.py",  # the C twins against their references: sweeps, child processes
     }
 )
 """Test modules whose every test is ``slow``."""

@@ -218,7 +218,12 @@ def test_health_and_scorers(served: Served) -> None:
 
 
 @pytest.mark.parametrize(
-    ("how", "group"), [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)]
+    ("how", "group"),
+    [
+        (signal.SIGTERM, False),
+        pytest.param(signal.SIGINT, False, marks=pytest.mark.slow),  # a server with 2 workers each
+        pytest.param(signal.SIGINT, True, marks=pytest.mark.slow),
+    ],
 )
 def test_a_signal_stops_it_cleanly_mid_request(
     env: dict[str, str], tmp_path: Path, how: int, group: bool

@@ -549,6 +549,7 @@ def test_a_bound_option_set_is_not_reached_by_later_edits_of_its_values() -> Non
     assert (first["format_valid"], second["format_valid"], third["format_valid"]) == (1.0, 0.0, 1.0)
 
 
+@pytest.mark.slow  # 64 ground truths of 256 KiB scored under tracemalloc
 def test_gold_indexes_stay_within_their_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """Distinct large ground truths (64 of 256 KiB, scored with F1 so every lazily built part
     exists) do not pile up: the gold indexes are bounded by bytes, not only by entries."""

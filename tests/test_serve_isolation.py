@@ -184,6 +184,7 @@ def test_a_leaking_scorer_is_recycled(probe: None) -> None:
 # --- hostile clients -----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a server of its own, waits out its 3 s read timeout
 def test_a_slow_drip_does_not_stall_another_clients_score(probe: None) -> None:
     with running_reward_server(PROBE, workers=1, read_timeout=3.0) as running:
         drips = [connect(running) for _ in range(20)]
@@ -228,14 +229,19 @@ def test_max_rows_plus_one_gets_413(server: RewardServer) -> None:
 def test_too_many_connections_get_503(probe: None) -> None:
     with running_reward_server(PROBE, workers=1, max_connections=5, read_timeout=5.0) as running:
         held = [connect(running) for _ in range(5)]
-        time.sleep(0.2)  # accepted by the server's loop
+        until = time.monotonic() + 30
         status, error, headers = post(running.base_url + "/health")
+        while status == 200 and time.monotonic() < until:  # until the loop has accepted all 5
+            time.sleep(0.01)
+            status, error, headers = post(running.base_url + "/health")
         assert status == 503 and headers["Retry-After"] == "1"
         assert error == {"error": "over 5 connections; retry shortly"}
         for connection in held:
             connection.close()
-        time.sleep(0.2)
-        assert post(running.base_url + "/health")[0] == 200
+        until = time.monotonic() + 30
+        while (status := post(running.base_url + "/health")[0]) == 503 and time.monotonic() < until:
+            time.sleep(0.01)  # until the loop has seen the 5 close
+        assert status == 200
 
 
 def test_too_many_requests_get_503(probe: None) -> None:

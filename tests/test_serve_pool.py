@@ -172,6 +172,7 @@ def test_a_worker_that_dies_costs_its_row_alone(pool_factory: Any, trigger: str,
     assert wait_for(lambda: pool.stats()["workers_alive"] == 2)  # both replaced, in the background
 
 
+@pytest.mark.slow  # a pool of its own, killed mid-row and respawned
 def test_a_worker_killed_from_outside_costs_its_row(pool_factory: Any) -> None:
     """As the kernel's OOM killer does: SIGKILL from another process."""
     pool = pool_factory(workers=1, row_timeout=60.0)
@@ -192,6 +193,7 @@ def test_a_worker_killed_from_outside_costs_its_row(pool_factory: Any) -> None:
     assert pool.stats()["replaced"] == {"crash": 1}
 
 
+@pytest.mark.slow  # four respawns, backing off
 def test_a_scorer_that_crashes_every_row_is_replaced_with_backoff(pool_factory: Any) -> None:
     pool = pool_factory(workers=1)
     rows = [probe_row("SEGV")] * 4 + good_rows(3)
@@ -201,6 +203,7 @@ def test_a_scorer_that_crashes_every_row_is_replaced_with_backoff(pool_factory: 
     assert pool.stats()["replaced"] == {"crash": 4}
 
 
+@pytest.mark.slow  # 480 MiB of leaks, workers recycled
 def test_a_leaking_scorer_is_recycled_by_its_memory(pool_factory: Any) -> None:
     pool = pool_factory(workers=1, max_worker_rss_mb=250.0)  # a fresh worker: well under 150
     rows = [probe_row(f"LEAK {i}") for i in range(60)]  # 8 MiB each: 480 MiB without recycling
@@ -213,6 +216,7 @@ def test_a_leaking_scorer_is_recycled_by_its_memory(pool_factory: Any) -> None:
     assert stats["rows_scored"] == 60 and stats["workers_alive"] == 1
 
 
+@pytest.mark.slow  # waits out a row timeout of 3 s
 def test_rows_not_started_by_the_deadline_fail(pool_factory: Any) -> None:
     pool = pool_factory(workers=1, row_timeout=3.0)
     rows = good_rows(5)
@@ -250,6 +254,7 @@ def test_concurrent_calls_each_get_their_rows_in_order(pool_factory: Any) -> Non
     assert asyncio.run(all_at_once()) == [expected(rows) for rows in requests]
 
 
+@pytest.mark.slow  # 1.6 s of scoring
 def test_a_small_call_is_not_stuck_behind_a_big_one(pool_factory: Any) -> None:
     pool = pool_factory(workers=1)
     big = [probe_row(f"NAP {i}") for i in range(800)]  # 2 ms a row: 1.6 s of scoring
@@ -267,6 +272,7 @@ def test_a_small_call_is_not_stuck_behind_a_big_one(pool_factory: Any) -> None:
     assert small_result == expected(small) and big_result == expected(big)
 
 
+@pytest.mark.slow  # a pool of its own, a cancelled call
 def test_a_cancelled_call_gives_its_unstarted_rows_up(pool_factory: Any) -> None:
     pool = pool_factory(workers=1)
     rows = [probe_row(f"NAP {i}") for i in range(2000)]  # 4 s of scoring
@@ -297,6 +303,7 @@ def test_start_refuses_a_limit_under_a_fresh_worker() -> None:
     assert children_of(os.getpid(), b"spawn_main") == []
 
 
+@pytest.mark.slow  # closes a pool while a worker hangs
 def test_close_leaves_no_child_process(pool_factory: Any) -> None:
     pool = pool_factory(workers=2, row_timeout=60.0)
     pids = pool.worker_pids()

@@ -403,6 +403,7 @@ TEMPLATED = 6_000
 SEARCH_R1 = 4_000
 
 
+@pytest.mark.slow  # a sweep of 10,000 generated trajectories through the tokenizer and verl
 def test_generated_trajectories_match_the_record_and_verl_hermes_parser(
     chat_tokenizer: Any,
 ) -> None:

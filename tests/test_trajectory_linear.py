@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from timing import best_time
@@ -44,6 +45,7 @@ texts = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow  # a sweep of 2,000 examples against the oracle
 @settings(max_examples=2000, deadline=None)
 @given(texts, markers)
 def test_same_result_as_the_original(text: str, end_markers: list[str]) -> None:
