@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,24 @@ SLOW_MODULES = frozenset(
     }
 )
 """Test modules whose every test is ``slow``."""
+
+
+def _cache_bytecode() -> None:
+    """Let the interpreters the tests start (the command line, scorer workers, doc snippets: a
+    few hundred) reuse compiled bytecode instead of compiling the package and numpy anew each
+    time. Where writing bytecode is turned off (``PYTHONDONTWRITEBYTECODE``, often set to keep
+    checkouts clean), it is kept out of the tree, under ``PYTHONPYCACHEPREFIX`` (default
+    ``~/.cache/reward_plugins/pycache``, or under ``$XDG_CACHE_HOME``), for this process and
+    its children."""
+    if not os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        return
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    prefix = os.environ.setdefault("PYTHONPYCACHEPREFIX", str(cache / "reward_plugins" / "pycache"))
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+
+
+_cache_bytecode()
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own hook, which applies ``-m``

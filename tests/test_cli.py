@@ -20,6 +20,7 @@ from test_cli_helpers import (
     read_jsonl,
     router_result,
     run_cli,
+    run_cli_here,
     training_rows,
     verl_score,
     write_jsonl,
@@ -50,7 +51,7 @@ def leftover_files(directory: Path, expected: set[str]) -> set[str]:
 def test_jsonl_training_rows(tmp_path: Path) -> None:
     rows = training_rows(60)
     source = write_jsonl(tmp_path / "rows.jsonl", rows)
-    result = run_cli(
+    result = run_cli_here(
         "score", source, "-o", tmp_path / "out.jsonl", "--summary-json", tmp_path / "s.json"
     )
     assert result.returncode == 0, result.stderr
@@ -98,7 +99,7 @@ def test_parquet_with_numpy_ground_truths(tmp_path: Path) -> None:
     read_back = pd.read_parquet(source)["reward_model"][0]["ground_truth"]["target"]
     assert isinstance(read_back, np.ndarray)  # the shape verl's pandas readers produce
 
-    result = run_cli("score", source, "-o", tmp_path / "out.parquet")
+    result = run_cli_here("score", source, "-o", tmp_path / "out.parquet")
     assert result.returncode == 0, result.stderr
     before, after = pq.read_table(source), pq.read_table(tmp_path / "out.parquet")
     assert after.column_names == [*before.column_names, *REWARD_COLUMNS]
@@ -110,13 +111,15 @@ def test_parquet_with_numpy_ground_truths(tmp_path: Path) -> None:
 def test_verl_dump_needs_a_data_source_and_keeps_its_score(tmp_path: Path) -> None:
     rows = dump_rows(30, seed=2)
     source = write_jsonl(tmp_path / "3.jsonl", rows)
-    missing = run_cli("score", source, "-o", tmp_path / "out.jsonl")
+    missing = run_cli_here("score", source, "-o", tmp_path / "out.jsonl")
     assert missing.returncode == 2
     assert "no data source column 'data_source'" in missing.stderr
     assert "--data-source" in missing.stderr
     assert not (tmp_path / "out.jsonl").exists()
 
-    result = run_cli("score", source, "-o", tmp_path / "out.jsonl", "--data-source", "searchR1_nq")
+    result = run_cli_here(
+        "score", source, "-o", tmp_path / "out.jsonl", "--data-source", "searchR1_nq"
+    )
     assert result.returncode == 0, result.stderr
     assert (
         "response: output, ground truth: gts, data source: --data-source searchR1_nq"
@@ -137,11 +140,13 @@ def test_named_columns(tmp_path: Path) -> None:
     ]
     source = write_jsonl(tmp_path / "rows.jsonl", rows)
     common = ("score", source, "-o", tmp_path / "out.jsonl", "--data-source", "searchR1_popqa")
-    unnamed = run_cli(*common)
+    unnamed = run_cli_here(*common)
     assert unnamed.returncode == 2
     assert "'output' / 'response' / 'responses' / 'solution_str'" in unnamed.stderr
     assert "columns: completion, answers" in unnamed.stderr
-    result = run_cli(*common, "--response-column", "completion", "--ground-truth-column", "answers")
+    result = run_cli_here(
+        *common, "--response-column", "completion", "--ground-truth-column", "answers"
+    )
     assert result.returncode == 0, result.stderr
     for row, record in zip(rows, read_jsonl(tmp_path / "out.jsonl"), strict=True):
         expected = reward_plugins.compute_score("searchR1_popqa", row["completion"], row["answers"])
@@ -153,7 +158,7 @@ def test_cross_format(tmp_path: Path, first: str, second: str) -> None:
     rows = training_rows(20, seed=4)
     writer = write_jsonl if first == ".jsonl" else write_parquet
     source = writer(tmp_path / f"rows{first}", rows)
-    result = run_cli("score", source, "-o", tmp_path / f"out{second}")
+    result = run_cli_here("score", source, "-o", tmp_path / f"out{second}")
     assert result.returncode == 0, result.stderr
     if second == ".jsonl":
         out = read_jsonl(tmp_path / "out.jsonl")
@@ -165,11 +170,11 @@ def test_cross_format(tmp_path: Path, first: str, second: str) -> None:
 
 def test_rescoring_an_output_replaces_its_reward_columns(tmp_path: Path) -> None:
     rows = training_rows(18, seed=5)
-    first = run_cli(
+    first = run_cli_here(
         "score", write_jsonl(tmp_path / "rows.jsonl", rows), "-o", tmp_path / "em.jsonl"
     )
     assert first.returncode == 0, first.stderr
-    result = run_cli(
+    result = run_cli_here(
         "score", tmp_path / "em.jsonl", "-o", tmp_path / "f1.jsonl", "--scorer", "compute_score_f1"
     )
     assert result.returncode == 0, result.stderr
@@ -208,7 +213,9 @@ def test_scorer_and_options(tmp_path: Path, scorer: str, options: dict[str, Any]
         arg for key, value in options.items() for arg in ("--set", f"{key}={json.dumps(value)}")
     ]
     source = write_jsonl(tmp_path / "rows.jsonl", rows)
-    result = run_cli("score", source, "-o", tmp_path / "out.jsonl", "--scorer", scorer, *settings)
+    result = run_cli_here(
+        "score", source, "-o", tmp_path / "out.jsonl", "--scorer", scorer, *settings
+    )
     assert result.returncode == 0, result.stderr
     for row, record in zip(rows, read_jsonl(tmp_path / "out.jsonl"), strict=True):
         assert rewards_of(record) == router_result(row, scorer, **options)
@@ -217,7 +224,7 @@ def test_scorer_and_options(tmp_path: Path, scorer: str, options: dict[str, Any]
 def test_unknown_option_fails_before_reading(tmp_path: Path) -> None:
     # The first line does not even parse: an error about it would mean the file was read.
     source = write_jsonl(tmp_path / "rows.jsonl", ["{broken", *training_rows(3)])
-    result = run_cli("score", source, "-o", tmp_path / "out.jsonl", "--set", "formatscore=0.1")
+    result = run_cli_here("score", source, "-o", tmp_path / "out.jsonl", "--set", "formatscore=0.1")
     assert result.returncode == 2
     assert "--set: compute_score: unknown option(s) 'formatscore'" in result.stderr
     assert "format_score" in result.stderr
@@ -227,7 +234,7 @@ def test_unknown_option_fails_before_reading(tmp_path: Path) -> None:
 
 def test_bad_option_value_fails_before_scoring(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "rows.jsonl", training_rows(3))
-    result = run_cli("score", source, "-o", tmp_path / "out.jsonl", "--set", "extract=middle")
+    result = run_cli_here("score", source, "-o", tmp_path / "out.jsonl", "--set", "extract=middle")
     assert result.returncode == 2
     assert "--set:" in result.stderr and "extract" in result.stderr and "middle" in result.stderr
     assert leftover_files(tmp_path, {"rows.jsonl"}) == set()
@@ -276,7 +283,7 @@ def test_usage_errors(tmp_path: Path) -> None:
         ),
     ]
     for args, message in cases:
-        result = run_cli(*args)
+        result = run_cli_here(*args)
         assert result.returncode == 2, args
         assert message in result.stderr, (args, result.stderr)
     assert leftover_files(tmp_path, {"rows.jsonl"}) == set()
@@ -321,7 +328,7 @@ def test_jsonl_bad_row_stops_the_run(
     tmp_path: Path, lines: list[Any], number: int, reason: str
 ) -> None:
     source = write_jsonl(tmp_path / "rows.jsonl", lines)
-    result = run_cli("score", source, "-o", tmp_path / "out.jsonl")
+    result = run_cli_here("score", source, "-o", tmp_path / "out.jsonl")
     assert result.returncode == 1
     assert result.stderr.startswith(f"reward-plugins: error: {source}: line {number}: ")
     assert reason in result.stderr
@@ -344,7 +351,7 @@ def test_parquet_bad_row_stops_the_run(
     tmp_path: Path, bad_row: dict[str, Any], reason: str
 ) -> None:
     source = write_parquet(tmp_path / "rows.parquet", [*GOOD[:3], bad_row, GOOD[4]])
-    result = run_cli("score", source, "-o", tmp_path / "out.parquet")
+    result = run_cli_here("score", source, "-o", tmp_path / "out.parquet")
     assert result.returncode == 1
     assert result.stderr.startswith(f"reward-plugins: error: {source}: row 4: ")
     assert reason in result.stderr
@@ -355,7 +362,7 @@ def test_a_line_that_is_not_utf8(tmp_path: Path) -> None:
     source = tmp_path / "rows.jsonl"
     good = json.dumps(GOOD[0]).encode()
     source.write_bytes(good + b"\n" + b'{"response": "\xff\xfe"}\n' + good + b"\n")
-    result = run_cli("score", source, "-o", tmp_path / "out.jsonl")
+    result = run_cli_here("score", source, "-o", tmp_path / "out.jsonl")
     assert result.returncode == 1
     assert f"{source}: line 2: unparsable JSON: " in result.stderr
     assert "utf-8" in result.stderr
@@ -363,7 +370,7 @@ def test_a_line_that_is_not_utf8(tmp_path: Path) -> None:
 
 def test_the_first_bad_row_stops_the_run_and_points_to_skip(tmp_path: Path) -> None:
     lines = [GOOD[0], _no_response(GOOD[1]), "{", _invalid_truth(GOOD[2])]
-    result = run_cli(
+    result = run_cli_here(
         "score", write_jsonl(tmp_path / "rows.jsonl", lines), "-o", tmp_path / "o.jsonl"
     )
     assert result.returncode == 1
@@ -383,7 +390,7 @@ def test_on_error_skip(tmp_path: Path) -> None:
         _invalid_truth(GOOD[5]),
     ]
     source = write_jsonl(tmp_path / "rows.jsonl", lines)
-    result = run_cli(
+    result = run_cli_here(
         "score",
         source,
         "-o",
@@ -427,7 +434,9 @@ def test_two_workers_equal_one(tmp_path: Path, suffix: str) -> None:
     outputs = []
     for workers in ("1", "2"):
         output = tmp_path / f"out{workers}{suffix}"
-        result = run_cli("score", source, "-o", output, "--workers", workers, "--on-error", "skip")
+        result = run_cli_here(
+            "score", source, "-o", output, "--workers", workers, "--on-error", "skip"
+        )
         assert result.returncode == 0, result.stderr
         assert "skipped 2 rows" in result.stdout
         outputs.append(output.read_bytes())
@@ -476,7 +485,7 @@ def test_progress_bar_only_on_a_terminal_and_not_with_quiet(tmp_path: Path) -> N
 
 
 def test_demo() -> None:
-    result = run_cli("score", "--demo")
+    result = run_cli_here("score", "--demo")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(
         "scored 120 of 120 rows of sample_rollouts.jsonl (shipped sample)"
@@ -493,7 +502,7 @@ def test_demo() -> None:
 
 
 def test_demo_writes_the_sample_scored(tmp_path: Path) -> None:
-    result = run_cli("score", "--demo", "-o", tmp_path / "demo.jsonl")
+    result = run_cli_here("score", "--demo", "-o", tmp_path / "demo.jsonl")
     assert result.returncode == 0, result.stderr
     sample = read_jsonl(REPO / "reward_plugins" / "data" / "sample_rollouts.jsonl")
     out = read_jsonl(tmp_path / "demo.jsonl")
@@ -624,7 +633,7 @@ def test_list_names_a_broken_plugin_and_still_lists_the_rest(tmp_path: Path) -> 
 )
 def test_path(target: str, relative: str) -> None:
     expected = REPO / "reward_plugins" / relative
-    result = run_cli("path", target)
+    result = run_cli_here("path", target)
     if expected.is_file():
         assert result.returncode == 0, result.stderr
         assert result.stdout == f"{expected}\n"
@@ -635,7 +644,7 @@ def test_path(target: str, relative: str) -> None:
 
 
 def test_path_rejects_other_targets() -> None:
-    result = run_cli("path", "trl")
+    result = run_cli_here("path", "trl")
     assert result.returncode == 2
     assert "invalid choice: 'trl'" in result.stderr
 
@@ -675,6 +684,6 @@ def test_demo_accepts_a_guard_that_rejects_empty_golds() -> None:
     """The up-front option check reads the declared types and scores nothing, so
     reject_empty_gold=true passes it (the shipped sample has no empty gold) and the run scores
     every row."""
-    result = run_cli("score", "--demo", "--quiet", "--set", "reject_empty_gold=true")
+    result = run_cli_here("score", "--demo", "--quiet", "--set", "reject_empty_gold=true")
     assert result.returncode == 0, result.stderr
     assert "scored 120 of 120 rows" in result.stdout

@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pytest
-from test_cli_helpers import run_cli
+from test_cli_helpers import run_cli_here
 
 from reward_plugins import verl_config
 from reward_plugins.cli import main
@@ -56,7 +56,7 @@ def ok_line(config: Path, where: str, checked: str) -> str:
 )
 def test_check_each_verl_version_and_entry(verl: str, entry: str, where: str) -> None:
     config = NEW_CONFIG if where == NEW else LEGACY_CONFIG
-    result = run_cli("check", config, "--verl", verl, "--entry", entry)
+    result = run_cli_here("check", config, "--verl", verl, "--entry", entry)
     read = READ[verl][entry]
     if read is None:
         assert (result.returncode, result.stdout) == (2, "")
@@ -82,12 +82,12 @@ def test_default_version_is_the_installed_verl() -> None:
     except PackageNotFoundError:
         pytest.skip("verl is not installed")
     assert verl_config.installed_verl_version() == installed
-    result = run_cli("check", NEW_CONFIG)
+    result = run_cli_here("check", NEW_CONFIG)
     assert (result.returncode, result.stderr) == (0, "")
     checked = f"read by verl {installed} verl.trainer.main_ppo"
     assert result.stdout == ok_line(NEW_CONFIG, NEW, checked)
     # The installed verl (0.9.1 in the test environment) reads only reward.custom_reward_function.
-    result = run_cli("check", LEGACY_CONFIG)
+    result = run_cli_here("check", LEGACY_CONFIG)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == (
         f"reward-plugins: error: check: {LEGACY_CONFIG}: verl {installed} verl.trainer.main_ppo "
@@ -127,13 +127,13 @@ def test_both_key_sets_follow_verls_precedence(tmp_path: Path) -> None:
         ("0.9.1", "main_ppo"): "reward.custom_reward_function.name=compute_score_f1",
     }
     for (verl, entry), named in expected.items():
-        result = run_cli("check", config, "--verl", verl, "--entry", entry)
+        result = run_cli_here("check", config, "--verl", verl, "--entry", entry)
         assert (result.returncode, result.stderr) == (0, "")
         assert result.stdout.startswith(f"{config}: ok: {named}, reward_kwargs {{}}; ")
 
 
 def test_bad_version_is_a_usage_error() -> None:
-    result = run_cli("check", NEW_CONFIG, "--verl", "latest")
+    result = run_cli_here("check", NEW_CONFIG, "--verl", "latest")
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
         "reward-plugins: error: check: --verl: 'latest' is not a verl version (X.Y.Z) "

@@ -14,7 +14,15 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli_helpers import REPO, dump_rows, run_cli, run_docs_block, training_rows, write_jsonl
+from test_cli_helpers import (
+    REPO,
+    dump_rows,
+    run_cli,
+    run_cli_here,
+    run_docs_block,
+    training_rows,
+    write_jsonl,
+)
 
 from reward_plugins.cli import main
 from reward_plugins.metrics import METRICS, metric_options, paired_test_values
@@ -133,13 +141,13 @@ def test_real_outputs_across_formats(tmp_path: Path) -> None:
         row["note"] = "only some rows have it"  # absent in JSONL rows, null in parquet
     source = write_jsonl(tmp_path / "rows.jsonl", rows)
     first, second = tmp_path / "a.jsonl.gz", tmp_path / "b.parquet"
-    assert run_cli("score", source, "-o", first).returncode == 0
-    scored = run_cli(
+    assert run_cli_here("score", source, "-o", first).returncode == 0
+    scored = run_cli_here(
         "score", source, "-o", second, "--scorer", "compute_score_subem", "--set",
         "format_score=0.1",
     )  # fmt: skip
     assert scored.returncode == 0, scored.stderr
-    result = run_cli("compare", first, second, "--json", "--method", "ar", "--samples", "640")
+    result = run_cli_here("compare", first, second, "--json", "--method", "ar", "--samples", "640")
     assert (result.returncode, result.stderr) == (0, "")
     report = json.loads(result.stdout)
     assert report["rows"] == 60
@@ -322,14 +330,14 @@ def test_two_checkpoints(tmp_path: Path) -> None:
     write_jsonl(runs / "10" / "10.jsonl", checkpoint_10)
     write_jsonl(runs / "20" / "20.jsonl", checkpoint_20[::-1])
     for step in ("10", "20"):
-        scored = run_cli(
+        scored = run_cli_here(
             "score", runs / step, "-o", tmp_path / "rescored" / step, "--data-source",
             "searchR1_nq",
         )  # fmt: skip
         assert scored.returncode == 0, scored.stderr
     first = tmp_path / "rescored" / "10" / "10.jsonl"
     second = tmp_path / "rescored" / "20" / "20.jsonl"
-    result = run_cli("compare", first, second)
+    result = run_cli_here("compare", first, second)
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines()[2].startswith(
         "30 rows paired by prompt 'input' and ground truth 'gts'; "
@@ -440,13 +448,13 @@ def test_parquet_of_other_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_usage_errors_exit_2() -> None:
-    result = run_cli("compare", "a.jsonl", "b.jsonl", "--samples", "0")
+    result = run_cli_here("compare", "a.jsonl", "b.jsonl", "--samples", "0")
     assert result.returncode == 2
     assert result.stderr == (
         "reward-plugins: error: compare: --samples must be at least 1, got 0 "
         "(see reward-plugins compare --help)\n"
     )
-    result = run_cli("compare", "a.jsonl", "b.jsonl", "--method", "bs")
+    result = run_cli_here("compare", "a.jsonl", "b.jsonl", "--method", "bs")
     assert result.returncode == 2 and "invalid choice: 'bs'" in result.stderr
     assert result.stderr.count("\n") == 1
 
@@ -454,7 +462,7 @@ def test_usage_errors_exit_2() -> None:
 def test_subprocess_refusal_is_one_line(tmp_path: Path) -> None:
     first = write_jsonl(tmp_path / "a.jsonl", _rows(4))
     second = write_jsonl(tmp_path / "b.jsonl", _rows(5))
-    result = run_cli("compare", first, second)
+    result = run_cli_here("compare", first, second)
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
@@ -466,7 +474,7 @@ def test_subprocess_refusal_is_one_line(tmp_path: Path) -> None:
 
 # --- list -------------------------------------------------------------------------------------
 def test_list_shows_the_metrics() -> None:
-    result = run_cli("list")
+    result = run_cli_here("list")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     start = lines.index("metrics:")

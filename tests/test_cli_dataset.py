@@ -26,7 +26,7 @@ from test_cli_helpers import (
     one_line_error,
     read_jsonl,
     router_result,
-    run_cli,
+    run_cli_here,
     verl_dump_line,
     write_jsonl,
     write_parquet,
@@ -138,7 +138,7 @@ def test_a_mixed_dump_is_summarized_per_source(
         "</answer>. Question: " + mixed[0]["extra_info"]["question"] + "\nassistant\n"
     )
     summary_file = tmp_path / "summary.json"
-    result = run_cli(
+    result = run_cli_here(
         "score", dump, "-o", tmp_path / "out.jsonl", "--dataset", nq_file,
         "--dataset", hotpotqa_file, "--summary-json", summary_file, "-q",
     )  # fmt: skip
@@ -177,7 +177,7 @@ def test_workers_get_the_mapping(tmp_path: Path, chatml: Any) -> None:
     outputs = []
     for workers in ("1", "2"):
         output = tmp_path / f"out{workers}.jsonl"
-        result = run_cli(
+        result = run_cli_here(
             "score", dump, "-o", output, "--dataset", nq_file, "--dataset", hotpotqa_file,
             "--workers", workers, "-q",
         )  # fmt: skip
@@ -192,7 +192,7 @@ def test_ray_workers_get_the_mapping(tmp_path: Path, chatml: Any) -> None:
     summaries = []
     for backend in ("local", "ray"):
         summary_file = tmp_path / f"{backend}.json"
-        result = run_cli(
+        result = run_cli_here(
             "score", dump, "-o", tmp_path / f"{backend}.jsonl", "--dataset", nq_file,
             "--dataset", hotpotqa_file, "--backend", backend, "--workers", "2", "-q",
             "--summary-json", summary_file,
@@ -206,7 +206,7 @@ def test_ray_workers_get_the_mapping(tmp_path: Path, chatml: Any) -> None:
 def test_the_report_has_one_table_per_source(tmp_path: Path, chatml: Any) -> None:
     dump, nq_file, hotpotqa_file, _ = mixed_run(tmp_path, chatml)
     html = tmp_path / "report.html"
-    result = run_cli(
+    result = run_cli_here(
         "report", dump, "-o", html, "--dataset", nq_file, "--dataset", hotpotqa_file, "-q"
     )
     assert result.returncode == 0, result.stderr
@@ -238,7 +238,7 @@ def test_rows_that_do_not_join_are_named_and_counted(tmp_path: Path, chatml: Any
     dump, nq_file, hotpotqa_file = bad_run(tmp_path, chatml)
     output = tmp_path / "out.jsonl"
     summary_file = tmp_path / "summary.json"
-    result = run_cli(
+    result = run_cli_here(
         "score", dump, "-o", output, "--dataset", nq_file, "--dataset", hotpotqa_file,
         "--on-error", "skip", "--summary-json", summary_file, "-q",
     )  # fmt: skip
@@ -269,7 +269,7 @@ def test_rows_that_do_not_join_are_named_and_counted(tmp_path: Path, chatml: Any
 
 def test_a_row_that_does_not_join_stops_the_run(tmp_path: Path, chatml: Any) -> None:
     dump, nq_file, hotpotqa_file = bad_run(tmp_path, chatml)
-    result = run_cli(
+    result = run_cli_here(
         "score", dump, "-o", tmp_path / "out.jsonl", "--dataset", nq_file, "--dataset",
         hotpotqa_file,
     )  # fmt: skip
@@ -282,7 +282,7 @@ def test_a_row_that_does_not_join_stops_the_run(tmp_path: Path, chatml: Any) -> 
 def test_dataset_and_data_source_are_a_usage_error(tmp_path: Path, chatml: Any) -> None:
     dump, nq_file, _, _ = mixed_run(tmp_path, chatml)
     for option in ("--data-source", "--data-source-column"):
-        result = run_cli(
+        result = run_cli_here(
             "score", dump, "-o", tmp_path / "o.jsonl", "--dataset", nq_file, option, "x"
         )
         assert result.returncode == 2
@@ -310,7 +310,9 @@ def test_datasets_over_the_caps_or_without_columns_are_refused(tmp_path: Path) -
         "0.jsonl.txt": "not a verl dataset (.jsonl, .jsonl.gz, .parquet)",
     }
     for name, reason in expected.items():
-        result = run_cli("score", dump, "-o", tmp_path / "o.jsonl", "--dataset", tmp_path / name)
+        result = run_cli_here(
+            "score", dump, "-o", tmp_path / "o.jsonl", "--dataset", tmp_path / name
+        )
         assert result.returncode == 2, result.stderr
         assert one_line_error(result) == f"--dataset {tmp_path / name}: {reason}"
 
@@ -365,11 +367,11 @@ def test_resume_keeps_outputs_only_for_the_same_datasets(tmp_path: Path, chatml:
     write_dump(run / "2.jsonl", [dump_entry(chatml, row, 2) for row in rows[15:]])
     dataset = write_dataset(tmp_path / "nq.parquet", rows)
     command = ("score", run, "-o", tmp_path / "out", "--dataset", dataset, "--resume")
-    assert run_cli(*command).returncode == 0
-    again = run_cli(*command)
+    assert run_cli_here(*command).returncode == 0
+    again = run_cli_here(*command)
     assert again.stdout.startswith("resumed: all 2 outputs of ")
     write_dataset(dataset, [{**row, "data_source": HOTPOTQA} for row in rows])  # relabelled
-    changed = run_cli(*command, "--summary-json", tmp_path / "s.json")
+    changed = run_cli_here(*command, "--summary-json", tmp_path / "s.json")
     assert changed.returncode == 0, changed.stderr
     summary = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
     assert summary["resumed_files"] == [] and list(summary["sources"]) == [HOTPOTQA]

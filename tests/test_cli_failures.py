@@ -32,6 +32,7 @@ from test_cli_helpers import (
     read_jsonl,
     reward_values,
     run_cli,
+    run_cli_here,
     run_cli_in_shell,
     run_cli_with_script,
     temporaries,
@@ -137,7 +138,7 @@ def test_an_output_that_is_an_input_is_refused(
     }
     source, output, target_named, source_named = cases[layout]
     before = listing(tmp_path)
-    result = run_cli("score", source, "-o", output, *NQ, *extra)
+    result = run_cli_here("score", source, "-o", output, *NQ, *extra)
     assert result.returncode == 2
     assert one_line_error(result) == (
         f"output {target_named}: is the input {source_named}; write it elsewhere"
@@ -176,15 +177,15 @@ def test_an_unwritable_location_is_refused_before_any_work(
     before = listing(tmp_path)
     if kind == "file output":
         target = UNWRITABLE / "rp-out.jsonl"
-        result = run_cli("score", rows_file, "-o", target, *NQ)
+        result = run_cli_here("score", rows_file, "-o", target, *NQ)
         expected = f"output {target}: cannot write in {UNWRITABLE}: "
     elif kind == "directory output":
         target = UNWRITABLE / "rp-out"
-        result = run_cli("score", run_dir, "-o", target, *NQ)
+        result = run_cli_here("score", run_dir, "-o", target, *NQ)
         expected = f"output {target}: cannot write in {target}: "
     else:
         target = UNWRITABLE / "rp-summary.json"
-        result = run_cli(
+        result = run_cli_here(
             "score", rows_file, "-o", tmp_path / "o.jsonl", *NQ, "--summary-json", target
         )
         expected = f"--summary-json {target}: cannot write in {UNWRITABLE}: "
@@ -287,7 +288,7 @@ def test_outputs_that_do_not_fit_are_refused_before_any_work(
 ) -> None:
     args, expected = _path_case(tmp_path, rows_file, case)
     before = listing(tmp_path)
-    result = run_cli("score", *args, *NQ)
+    result = run_cli_here("score", *args, *NQ)
     assert result.returncode == 2
     assert one_line_error(result) == expected
     assert listing(tmp_path) == before
@@ -349,7 +350,7 @@ def test_inputs_that_cannot_be_read(tmp_path: Path, case: str) -> None:
     """The message as expected, or for what gzip and pyarrow report, starting as expected."""
     spec, expected = _input_case(tmp_path, case)
     before = listing(tmp_path)
-    result = run_cli("score", spec, "-o", tmp_path / "out.jsonl", *NQ)
+    result = run_cli_here("score", spec, "-o", tmp_path / "out.jsonl", *NQ)
     assert result.returncode == 2
     message = one_line_error(result)
     if "cannot read" in expected or "not a readable" in expected:
@@ -363,7 +364,7 @@ def test_a_data_source_and_its_column_together_are_a_usage_error(
     tmp_path: Path, rows_file: Path
 ) -> None:
     """A usage error in one line; nothing scored."""
-    result = run_cli(
+    result = run_cli_here(
         "score", rows_file, "-o", tmp_path / "o.jsonl", *NQ, "--data-source-column", "ds"
     )
     assert result.returncode == 2
@@ -380,7 +381,7 @@ def test_a_directory_in_place_of_a_run_output_file(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     write_verl_run(run_dir, {1: 2, 2: 2})
     (tmp_path / "out" / "2.jsonl").mkdir(parents=True)
-    result = run_cli("score", run_dir, "-o", tmp_path / "out", *NQ)
+    result = run_cli_here("score", run_dir, "-o", tmp_path / "out", *NQ)
     assert result.returncode == 2
     assert (
         one_line_error(result)
@@ -428,14 +429,14 @@ def test_a_deeply_nested_line_is_a_bad_row(tmp_path: Path, suffix: str) -> None:
     deep = '{"output": "x", "gts": {"target": ["x"]}, "deep": ' + DEEP + "}"
     source = write_jsonl(tmp_path / "in.jsonl", [rows[0], rows[1], deep, rows[2]])
     target = tmp_path / f"out{suffix}"
-    failed = run_cli("score", source, "-o", target, *NQ)
+    failed = run_cli_here("score", source, "-o", target, *NQ)
     assert failed.returncode == 1
     assert one_line_error(failed) == (
         f"{source}: line 3: unparsable JSON: nested too deeply{SKIP_HINT}"
     )
     assert sorted(os.listdir(tmp_path)) == ["in.jsonl"]
 
-    skipped = run_cli("score", source, "-o", target, *NQ, "--on-error", "skip")
+    skipped = run_cli_here("score", source, "-o", target, *NQ, "--on-error", "skip")
     assert skipped.returncode == 0, skipped.stderr
     assert "RecursionError" not in skipped.stderr + skipped.stdout
     records = read_jsonl(target) if suffix == ".jsonl" else pq.read_table(target).to_pylist()
@@ -465,7 +466,7 @@ def test_a_deeply_nested_option_value_is_a_usage_error(
         "reward-plugins: error: score: argument --set: score: line 1, column 65: nested deeper "
         "than the limit of 64 levels (see reward-plugins score --help)\n"
     )
-    result = run_cli(*args, "--set", "score=" + "[" * 60_000 + "]" * 60_000)
+    result = run_cli_here(*args, "--set", "score=" + "[" * 60_000 + "]" * 60_000)
     assert result.returncode == 2
     assert result.stderr == error
     assert "Traceback" not in result.stderr
@@ -563,7 +564,7 @@ def test_a_killed_run_leaves_a_temporary_file_the_next_run_removes(tmp_path: Pat
         assert process.returncode == -signal.SIGKILL
         (left,) = os.listdir(out)
         assert left.startswith(f".o.jsonl.{process.pid}.") and left.endswith(TEMP_SUFFIX)
-    result = run_cli("score", tmp_path / "in.jsonl", "-o", out / "o.jsonl", *NQ)
+    result = run_cli_here("score", tmp_path / "in.jsonl", "-o", out / "o.jsonl", *NQ)
     assert result.returncode == 0, result.stderr
     assert os.listdir(out) == ["o.jsonl"]
     assert len(read_jsonl(out / "o.jsonl")) == QUICK_ROWS + 5
@@ -602,14 +603,14 @@ def test_workers_beyond_the_cpus_are_capped_with_a_note(tmp_path: Path) -> None:
         pytest.skip("this machine has 999 CPUs")
     source = write_jsonl(tmp_path / "in.jsonl", dump_rows(300, seed=24))
     started = time.monotonic()
-    many = run_cli("score", source, "-o", tmp_path / "many.jsonl", *NQ, "--workers", "999")
+    many = run_cli_here("score", source, "-o", tmp_path / "many.jsonl", *NQ, "--workers", "999")
     elapsed = time.monotonic() - started
     assert many.returncode == 0, many.stderr
     assert many.stderr == (
         f"reward-plugins: note: --workers 999 capped at {cpus}, the CPUs this process may use\n"
     )
     assert elapsed < 30
-    one = run_cli("score", source, "-o", tmp_path / "one.jsonl", *NQ, "--workers", "1")
+    one = run_cli_here("score", source, "-o", tmp_path / "one.jsonl", *NQ, "--workers", "1")
     assert one.returncode == 0 and one.stderr == ""
     assert (tmp_path / "many.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
 
@@ -692,7 +693,7 @@ def test_binary_parquet_columns_cannot_go_to_jsonl(
     """Refused before any row is scored, naming the column (binary at any depth)."""
     source = tmp_path / "in.parquet"
     pq.write_table(_binary_parquet(source).select(["output", "gts", column]), source)
-    result = run_cli("score", source, "-o", tmp_path / f"out{suffix}", *NQ)
+    result = run_cli_here("score", source, "-o", tmp_path / f"out{suffix}", *NQ)
     assert result.returncode == 2
     assert one_line_error(result) == (
         f"input {source}: column {column!r} holds {described} values, which JSONL cannot hold "
@@ -704,7 +705,7 @@ def test_binary_parquet_columns_cannot_go_to_jsonl(
 def test_binary_parquet_columns_are_kept_in_parquet(tmp_path: Path) -> None:
     source = tmp_path / "in.parquet"
     table = _binary_parquet(source)
-    result = run_cli("score", source, "-o", tmp_path / "out.parquet", *NQ)
+    result = run_cli_here("score", source, "-o", tmp_path / "out.parquet", *NQ)
     assert result.returncode == 0, result.stderr
     out = pq.read_table(tmp_path / "out.parquet")
     assert out.select(table.column_names).equals(table)
@@ -720,7 +721,9 @@ def test_a_column_of_two_types_cannot_go_to_parquet(tmp_path: Path, on_error: st
     rows[1450]["kind"] = 7
     rows[10]["kind"] = None
     source = write_jsonl(tmp_path / "in.jsonl", rows)
-    result = run_cli("score", source, "-o", tmp_path / "out.parquet", *NQ, "--on-error", on_error)
+    result = run_cli_here(
+        "score", source, "-o", tmp_path / "out.parquet", *NQ, "--on-error", on_error
+    )
     assert result.returncode == 1
     assert one_line_error(result) == (
         f"column 'kind' has string values ({source}: line 4) and number values ({source}: line "
@@ -739,7 +742,9 @@ def test_a_column_of_two_types_cannot_go_to_parquet(tmp_path: Path, on_error: st
 def test_a_non_finite_option_is_refused_before_any_work(
     tmp_path: Path, rows_file: Path, text: str, shown: str
 ) -> None:
-    result = run_cli("score", rows_file, "-o", tmp_path / "o.jsonl", *NQ, "--set", f"score={text}")
+    result = run_cli_here(
+        "score", rows_file, "-o", tmp_path / "o.jsonl", *NQ, "--set", f"score={text}"
+    )
     assert result.returncode == 2
     message = one_line_error(result)
     assert message.startswith("--set: compute_score: option 'score' must be a finite number")
@@ -801,7 +806,7 @@ def test_a_lone_surrogate_going_to_parquet_is_a_one_line_error(tmp_path: Path) -
             '{"output": "<answer> x </answer>", "gts": "x", "s": "\\ud800"}',
         ],
     )
-    result = run_cli("score", source, "-o", tmp_path / "out.parquet", *NQ)
+    result = run_cli_here("score", source, "-o", tmp_path / "out.parquet", *NQ)
     assert result.returncode == 1
     assert str(source) in one_line_error(result)
     assert sorted(os.listdir(tmp_path)) == ["in.jsonl"]
@@ -823,7 +828,7 @@ def test_parquet_columns_json_cannot_hold_are_refused_or_converted(
         pa.table({"output": ["<answer> x </answer>"] * 2, "gts": ["x"] * 2, "price": column}),
         source,
     )
-    result = run_cli("score", source, "-o", tmp_path / "out.jsonl", *NQ)
+    result = run_cli_here("score", source, "-o", tmp_path / "out.jsonl", *NQ)
     assert "Traceback" not in result.stderr
     if result.returncode == 0:  # converted to something JSON holds
         assert len(read_jsonl(tmp_path / "out.jsonl")) == 2
@@ -841,7 +846,7 @@ def test_a_summary_path_that_is_an_input_or_the_output_is_refused(
     target = tmp_path / "out.jsonl"
     summary = source if which == "input" else target
     before = listing(tmp_path)
-    result = run_cli("score", source, "-o", target, *NQ, "--summary-json", summary)
+    result = run_cli_here("score", source, "-o", target, *NQ, "--summary-json", summary)
     assert listing(tmp_path) == before  # the input unchanged; no output
     assert result.returncode == 2
     assert str(summary) in one_line_error(result)
@@ -861,7 +866,7 @@ def test_stale_temporaries_of_the_manifest_and_summary_are_removed(tmp_path: Pat
     ]
     for path in left:
         path.write_text("half")
-    result = run_cli("score", run_dir, "-o", out, *NQ, "--summary-json", tmp_path / "s.json")
+    result = run_cli_here("score", run_dir, "-o", out, *NQ, "--summary-json", tmp_path / "s.json")
     assert result.returncode == 0, result.stderr
     assert temporaries(tmp_path) == []
 
@@ -873,7 +878,7 @@ def test_an_unreadable_input_keeps_the_files_completed_before(tmp_path: Path) ->
     write_verl_run(run_dir, {1: 1001})
     (run_dir / "2.jsonl.gz").write_bytes((run_dir / "1.jsonl").read_bytes())  # not gzip
     out = tmp_path / "out"
-    result = run_cli("score", run_dir, "-o", out, *NQ)
+    result = run_cli_here("score", run_dir, "-o", out, *NQ)
     assert result.returncode == 2
     assert one_line_error(result).startswith(f"input {run_dir / '2.jsonl.gz'}: cannot read: ")
     assert temporaries(tmp_path) == []
@@ -885,7 +890,7 @@ def test_bad_rows_in_the_next_input_keep_the_files_completed_before(tmp_path: Pa
     run_dir = tmp_path / "run"
     write_verl_run(run_dir, {1: 2})
     write_jsonl(run_dir / "2.jsonl", ["{not json"])
-    result = run_cli("score", run_dir, "-o", tmp_path / "out", *NQ)
+    result = run_cli_here("score", run_dir, "-o", tmp_path / "out", *NQ)
     assert result.returncode == 1
     assert one_line_error(result).startswith(f"{run_dir / '2.jsonl'}: line 1: unparsable JSON: ")
     assert sorted(os.listdir(tmp_path / "out")) == [MANIFEST_NAME, "1.jsonl"]

@@ -1,4 +1,5 @@
-"""Helpers (no tests): generated verl-format inputs and a subprocess runner for the CLI tests."""
+"""Helpers (no tests): generated verl-format inputs and runners of the CLI (in a child process, or
+in this one) for the CLI tests."""
 
 from __future__ import annotations
 
@@ -25,6 +26,30 @@ def run_cli(
     env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "reward_plugins", *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+def run_cli_here(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``reward_plugins.cli.main(ARGS)`` in this interpreter, as :func:`run_cli` reports it: the
+    exit status (``SystemExit`` included, as argparse raises it), and what the command wrote to
+    stdout and stderr. For commands whose output is the point; a test of the process itself
+    (signals, environment, imports, exit on a broken pipe) uses :func:`run_cli`. The registry
+    and the routers are restored afterwards (the command may load plugins)."""
+    from reward_plugins.cli import main
+    from reward_plugins.testing import registry_restored
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    argv = [str(arg) for arg in args]
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(registry_restored())
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        stack.enter_context(contextlib.redirect_stdout(stdout))
+        stack.enter_context(contextlib.redirect_stderr(stderr))
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
 
 
 def response_text(golds: list[str], kind: str, rng: random.Random) -> str:

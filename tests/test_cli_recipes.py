@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_cli_helpers import one_line_error, read_jsonl, run_cli, training_rows, write_jsonl
+from test_cli_helpers import (
+    one_line_error,
+    read_jsonl,
+    run_cli_here,
+    training_rows,
+    write_jsonl,
+)
 
 from reward_plugins.cli import main
 from reward_plugins.plugins.composed import load_recipe
@@ -25,7 +31,7 @@ def test_score_with_a_shipped_recipe(tmp_path: Path, recipe: str) -> None:
     rows = training_rows(30)
     source = write_jsonl(tmp_path / "rows.jsonl", rows)
     output = tmp_path / "scored.jsonl"
-    result = run_cli("score", source, "-o", output, "--recipe", recipe, "-q")
+    result = run_cli_here("score", source, "-o", output, "--recipe", recipe, "-q")
     assert result.returncode == 0, result.stderr
     for row, scored in zip(rows, read_jsonl(output), strict=True):
         expected = composed(row, recipe=recipe)
@@ -43,12 +49,12 @@ def test_recipe_file_equals_the_same_components_given_with_set(tmp_path: Path) -
         encoding="utf-8",
     )
     by_file, by_set = tmp_path / "file.jsonl", tmp_path / "set.jsonl"
-    assert run_cli("score", source, "-o", by_file, "--recipe", recipe, "-q").returncode == 0
+    assert run_cli_here("score", source, "-o", by_file, "--recipe", recipe, "-q").returncode == 0
     components = (
         '[{"scorer": "compute_score_f1", "weight": 1, "as": "f1"}, '
         '{"scorer": "compute_score_subem", "weight": 1, "as": "sub", "format_score": 0.2}]'
     )
-    result = run_cli(
+    result = run_cli_here(
         "score", source, "-o", by_set, "--scorer", "compute_score_composed",
         "--set", f"components={components}", "--set", "combine=min", "-q",
     )  # fmt: skip
@@ -64,7 +70,7 @@ def test_invalid_recipe_fails_before_any_output(tmp_path: Path) -> None:
     recipe = tmp_path / "bad.yaml"
     recipe.write_text("components:\n  - {scorer: compute_score, as: em}\n", encoding="utf-8")
     output = tmp_path / "scored.jsonl"
-    result = run_cli("score", source, "-o", output, "--recipe", recipe)
+    result = run_cli_here("score", source, "-o", output, "--recipe", recipe)
     assert result.returncode == 2
     message = one_line_error(result)
     assert f"{recipe}: component 1 (compute_score): 'weight' is missing" in message
@@ -80,7 +86,7 @@ def test_invalid_recipe_fails_before_any_output(tmp_path: Path) -> None:
 )
 def test_recipe_option_conflicts(tmp_path: Path, extra: list[str], message: str) -> None:
     source = write_jsonl(tmp_path / "rows.jsonl", training_rows(2))
-    result = run_cli(
+    result = run_cli_here(
         "score", source, "-o", tmp_path / "o.jsonl", "--recipe", "search_r1_em", *extra
     )
     assert result.returncode == 2
@@ -127,14 +133,14 @@ def test_check_follows_the_defaults_list_and_finds_errors(tmp_path: Path) -> Non
         "reward:\n  custom_reward_function:\n    reward_kwargs:\n      recipe: qa_f1_shapd\n",
         encoding="utf-8",
     )
-    result = run_cli("check", child)
+    result = run_cli_here("check", child)
     assert result.returncode == 1
     assert one_line_error(result).startswith(
         f"check: {child}: reward.custom_reward_function: compute_score_composed: recipe "
         "'qa_f1_shapd': no shipped recipe of that name"
     )
     child.write_text(child.read_text(encoding="utf-8").replace("shapd", "shaped"), encoding="utf-8")
-    result = run_cli("check", child)
+    result = run_cli_here("check", child)
     assert (result.returncode, result.stderr) == (0, "")
     assert "recipe qa_f1_shaped: combine sum; components: f1 x 1" in result.stdout
 
@@ -154,13 +160,13 @@ def test_check_follows_the_defaults_list_and_finds_errors(tmp_path: Path) -> Non
 def test_check_refuses_what_is_not_our_reward(tmp_path: Path, text: str, message: str) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(text, encoding="utf-8")
-    result = run_cli("check", config)
+    result = run_cli_here("check", config)
     assert result.returncode == 2
     assert message in one_line_error(result)
 
 
 def test_check_missing_file(tmp_path: Path) -> None:
-    result = run_cli("check", tmp_path / "absent.yaml")
+    result = run_cli_here("check", tmp_path / "absent.yaml")
     assert result.returncode == 2
     assert one_line_error(result) == f"check: verl config {tmp_path / 'absent.yaml'}: no such file"
 
@@ -199,6 +205,6 @@ def test_recipe_keys_and_list(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_recipe_keys_of_a_missing_recipe() -> None:
-    result = run_cli("recipe", "keys", "nope")
+    result = run_cli_here("recipe", "keys", "nope")
     assert result.returncode == 1
     assert one_line_error(result).startswith("recipe keys: recipe 'nope': no shipped recipe")

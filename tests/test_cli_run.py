@@ -26,7 +26,7 @@ from test_cli_helpers import (
     dump_rows,
     read_jsonl,
     reward_values,
-    run_cli,
+    run_cli_here,
     run_docs_block,
     temporaries,
     verl_dump_line,
@@ -83,7 +83,7 @@ def test_a_run_directory_is_scored_file_by_file_in_step_order(tmp_path: Path) ->
         with (run_dir / name).open("a", encoding="utf-8") as stream:
             stream.write(bad + "\n")
     out = tmp_path / "out"
-    result = run_cli(
+    result = run_cli_here(
         "score", run_dir, "-o", out, *NQ, "--on-error", "skip", "--summary-json", tmp_path / "s"
     )
     assert result.returncode == 0, result.stderr
@@ -116,7 +116,7 @@ def test_merge_writes_every_row_in_run_order(tmp_path: Path, suffix: str) -> Non
     extra = [{**row, "step": 11} for row in dump_rows(2, seed=4)]
     write_jsonl(run_dir / "a-extra.jsonl", extra)
     merged = tmp_path / f"merged{suffix}"
-    result = run_cli("score", run_dir, "-o", merged, "--merge", *NQ)
+    result = run_cli_here("score", run_dir, "-o", merged, "--merge", *NQ)
     assert result.returncode == 0, result.stderr
     records = read_jsonl(merged) if suffix == ".jsonl" else pq.read_table(merged).to_pylist()
     assert_scored(records, [*steps[1], *steps[2], *steps[10], *extra])
@@ -130,16 +130,16 @@ def test_glob_patterns_and_several_files(tmp_path: Path) -> None:
     steps = write_verl_run(run_dir, {10: 2, 9: 3, 100: 2})
     (run_dir / "99.txt").write_text("not data\n")
     pattern = tmp_path / "run" / "*"
-    globbed = run_cli("score", pattern, "-o", tmp_path / "g.jsonl", "--merge", *NQ)
+    globbed = run_cli_here("score", pattern, "-o", tmp_path / "g.jsonl", "--merge", *NQ)
     assert globbed.returncode == 0, globbed.stderr
     assert_scored(read_jsonl(tmp_path / "g.jsonl"), [*steps[9], *steps[10], *steps[100]])
 
     named = [run_dir / "100.jsonl", run_dir / "9.jsonl"]
-    several = run_cli("score", *named, "-o", tmp_path / "s.jsonl", "--merge", *NQ)
+    several = run_cli_here("score", *named, "-o", tmp_path / "s.jsonl", "--merge", *NQ)
     assert several.returncode == 0, several.stderr
     assert_scored(read_jsonl(tmp_path / "s.jsonl"), [*steps[100], *steps[9]])
 
-    mirrored = run_cli("score", *named, "-o", tmp_path / "dir", *NQ)
+    mirrored = run_cli_here("score", *named, "-o", tmp_path / "dir", *NQ)
     assert mirrored.returncode == 0, mirrored.stderr
     assert sorted(p.name for p in (tmp_path / "dir").iterdir()) == sorted(
         [MANIFEST_NAME, "100.jsonl", "9.jsonl"]
@@ -153,7 +153,7 @@ def test_data_source_column(tmp_path: Path) -> None:
     rows = [{**row, "ds": sources[i % 3]} for i, row in enumerate(dump_rows(9, seed=5))]
     source = write_jsonl(tmp_path / "3.jsonl", rows)
     args = ("score", source, "-o", tmp_path / "o.jsonl", "--summary-json", tmp_path / "s")
-    result = run_cli(*args, "--data-source-column", "ds")
+    result = run_cli_here(*args, "--data-source-column", "ds")
     assert result.returncode == 0, result.stderr
     for row, record in zip(rows, read_jsonl(tmp_path / "o.jsonl"), strict=True):
         assert reward_values(record) == expected_rewards(row, source=row["ds"])
@@ -182,7 +182,7 @@ def test_jsonl_lines_keep_their_own_bytes(tmp_path: Path) -> None:
     nothing of the input is re-encoded, and it parses back to the input's values."""
     lines = [ODD_LINE, '{"output":"<answer>x</answer>","gts":"x","n":{"k":[1,{}]}}']
     source = write_jsonl(tmp_path / "odd.jsonl", lines)
-    result = run_cli("score", source, "-o", tmp_path / "out.jsonl", *NQ)
+    result = run_cli_here("score", source, "-o", tmp_path / "out.jsonl", *NQ)
     assert result.returncode == 0, result.stderr
     written = (tmp_path / "out.jsonl").read_bytes().decode("utf-8").split("\n")
     assert written[-1] == "" and len(written) == 3
@@ -203,7 +203,7 @@ def test_gzip_in_and_out(tmp_path: Path) -> None:
     plain = write_jsonl(tmp_path / "4.jsonl", rows)
     packed = tmp_path / "4z.jsonl.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
-    reference = run_cli("score", plain, "-o", tmp_path / "ref.jsonl", *NQ)
+    reference = run_cli_here("score", plain, "-o", tmp_path / "ref.jsonl", *NQ)
     assert reference.returncode == 0, reference.stderr
     expected = (tmp_path / "ref.jsonl").read_bytes()
     assert_scored(read_jsonl(tmp_path / "ref.jsonl"), rows)
@@ -212,7 +212,7 @@ def test_gzip_in_and_out(tmp_path: Path) -> None:
         (plain, tmp_path / "pz.jsonl.gz"),
         (packed, tmp_path / "zp.jsonl"),
     ]:
-        result = run_cli("score", source, "-o", target, *NQ)
+        result = run_cli_here("score", source, "-o", target, *NQ)
         assert result.returncode == 0, result.stderr
         data = target.read_bytes()
         if target.name.endswith(".gz"):
@@ -238,7 +238,7 @@ def test_jsonl_to_parquet_schema_is_the_union_of_every_row(tmp_path: Path) -> No
     write_jsonl(run_dir / "1.jsonl", first)
     write_jsonl(run_dir / "2.jsonl", second)
     merged = tmp_path / "merged.parquet"
-    result = run_cli("score", run_dir, "-o", merged, "--merge", *NQ)
+    result = run_cli_here("score", run_dir, "-o", merged, "--merge", *NQ)
     assert result.returncode == 0, result.stderr
     table = pq.read_table(merged)
     assert table.column_names == [
@@ -301,7 +301,7 @@ def test_workers_write_byte_identical_outputs(tmp_path: Path, big_input: Path, s
         target = tmp_path / f"w{workers}{suffix}"
         summary = tmp_path / f"w{workers}.json"
         args = ("-o", target, "--workers", workers, "--on-error", "skip", "--summary-json")
-        result = run_cli("score", big_input, *args, summary, *NQ)
+        result = run_cli_here("score", big_input, *args, summary, *NQ)
         assert result.returncode == 0, result.stderr
         failures = Path(f"{target}.failures.jsonl").read_bytes()
         facts = summary_of(summary)
@@ -327,7 +327,7 @@ def test_workers_write_byte_identical_outputs(tmp_path: Path, big_input: Path, s
 def test_a_bad_row_past_the_first_chunk_is_named_by_its_line(
     tmp_path: Path, big_input: Path
 ) -> None:
-    result = run_cli("score", big_input, "-o", tmp_path / "o.jsonl", *NQ, "--workers", "2")
+    result = run_cli_here("score", big_input, "-o", tmp_path / "o.jsonl", *NQ, "--workers", "2")
     assert result.returncode == 1
     assert result.stderr.startswith(
         f"reward-plugins: error: {big_input}: line 7001: invalid ground truth: "
@@ -419,7 +419,7 @@ def test_on_error_skip_lists_the_bad_rows_and_a_clean_run_removes_the_list(
     source = write_jsonl(tmp_path / "1.jsonl", [good[0], bad_truth, "", "not json", good[1]])
     target = tmp_path / "out.jsonl"
     failures_path = tmp_path / "out.jsonl.failures.jsonl"
-    result = run_cli(
+    result = run_cli_here(
         "score", source, "-o", target, *NQ, "--on-error", "skip", "--summary-json", tmp_path / "s"
     )
     assert result.returncode == 0, result.stderr
@@ -441,7 +441,7 @@ def test_on_error_skip_lists_the_bad_rows_and_a_clean_run_removes_the_list(
     )
 
     write_jsonl(source, good)
-    clean = run_cli(
+    clean = run_cli_here(
         "score", source, "-o", target, *NQ, "--on-error", "skip", "--summary-json", tmp_path / "s"
     )
     assert clean.returncode == 0, clean.stderr
@@ -454,10 +454,10 @@ def test_a_clean_default_run_removes_a_stale_failures_file(tmp_path: Path) -> No
     good = dump_rows(2, seed=13)
     source = write_jsonl(tmp_path / "1.jsonl", [good[0], "not json"])
     target = tmp_path / "out.jsonl"
-    assert run_cli("score", source, "-o", target, *NQ, "--on-error", "skip").returncode == 0
+    assert run_cli_here("score", source, "-o", target, *NQ, "--on-error", "skip").returncode == 0
     assert Path(f"{target}.failures.jsonl").exists()
     write_jsonl(source, good)
-    assert run_cli("score", source, "-o", target, *NQ).returncode == 0
+    assert run_cli_here("score", source, "-o", target, *NQ).returncode == 0
     assert not Path(f"{target}.failures.jsonl").exists()
 
 
@@ -470,7 +470,7 @@ def test_the_first_bad_row_of_a_run_keeps_the_files_completed_before(tmp_path: P
     broken[2] = "{oops"
     (run_dir / "2.jsonl").write_text("\n".join(broken) + "\n")
     out = tmp_path / "out"
-    result = run_cli("score", run_dir, "-o", out, *NQ)
+    result = run_cli_here("score", run_dir, "-o", out, *NQ)
     assert result.returncode == 1
     assert result.stderr.startswith(
         f"reward-plugins: error: {run_dir / '2.jsonl'}: line 3: unparsable JSON: "
@@ -482,7 +482,7 @@ def test_the_first_bad_row_of_a_run_keeps_the_files_completed_before(tmp_path: P
     first = (out / "1.jsonl").stat()
 
     write_verl_run(run_dir, {2: 4}, seed=15)
-    resumed = run_cli(
+    resumed = run_cli_here(
         "score", run_dir, "-o", out, *NQ, "--resume", "--summary-json", tmp_path / "s"
     )
     assert resumed.returncode == 0, resumed.stderr
@@ -510,7 +510,7 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
     run_dir = tmp_path / "run"
     steps = write_verl_run(run_dir, {1: 3, 2: 2, 3: 4}, seed=16)
     out = tmp_path / "out"
-    first = run_cli("score", run_dir, "-o", out, *NQ)
+    first = run_cli_here("score", run_dir, "-o", out, *NQ)
     assert first.returncode == 0, first.stderr
     manifest = json.loads((out / MANIFEST_NAME).read_text())
     assert manifest["settings"] == {
@@ -547,7 +547,7 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
     def resume(*options: str) -> list[str]:
         """Run with --resume; the inputs it kept the outputs of."""
         args = ("-o", out, *NQ, *options, "--resume", "--summary-json", summary)
-        result = run_cli("score", run_dir, *args)
+        result = run_cli_here("score", run_dir, *args)
         assert result.returncode == 0, result.stderr
         resumed: list[str] = summary_of(summary)["resumed_files"]
         if len(resumed) == len(names):
@@ -584,7 +584,7 @@ def test_resume_skips_complete_outputs_and_redoes_the_rest(tmp_path: Path) -> No
     edited = complete["2.jsonl"].replace(b'"reward_em":1.0', b'"reward_em":0.0', 1)
     assert edited != complete["2.jsonl"]
     (out / "2.jsonl").write_bytes(edited)
-    result = run_cli("score", run_dir, "-o", out, *NQ, "--resume", "--summary-json", summary)
+    result = run_cli_here("score", run_dir, "-o", out, *NQ, "--resume", "--summary-json", summary)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1:3] == [
         "resumed: kept 1 complete output as written",
@@ -642,7 +642,7 @@ def test_tool_rewards_of_a_dump_are_re_scored(tmp_path: Path) -> None:
     for weight in (0, 1):
         out = tmp_path / f"weight{weight}.jsonl"
         args = ("--scorer", "compute_score_tool", "--set", f"tool_reward_weight={weight}")
-        result = run_cli("score", source, "-o", out, *NQ, *args)
+        result = run_cli_here("score", source, "-o", out, *NQ, *args)
         assert result.returncode == 0, result.stderr
         scores[weight] = [row["reward_score"] for row in read_jsonl(out)]
         assert [row["reward_tool_reward_sum"] for row in read_jsonl(out)] == [0.75, 0, 0, 0.75]
@@ -675,11 +675,11 @@ def test_the_extra_info_column_of_a_dataset(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(rows), source)
     out = tmp_path / "out.parquet"
     args = ("--scorer", "compute_score_tool", "--set", "tool_reward_weight=1")
-    result = run_cli("score", source, "-o", out, *NQ, *args)
+    result = run_cli_here("score", source, "-o", out, *NQ, *args)
     assert result.returncode == 0, result.stderr
     assert pq.read_table(out).column("reward_tool_reward_sum").to_pylist() == [0.0, 0.5, 2.0]
     bad = write_jsonl(tmp_path / "bad.jsonl", [{**rows[0], "extra_info": "index=0"}])
-    result = run_cli("score", bad, "-o", tmp_path / "bad.out.jsonl", *NQ, *args)
+    result = run_cli_here("score", bad, "-o", tmp_path / "bad.out.jsonl", *NQ, *args)
     assert result.returncode == 1
     assert result.stderr.startswith(
         f"reward-plugins: error: {bad}: line 1: extra_info (column 'extra_info') must be an "
@@ -720,7 +720,7 @@ def test_stringified_ground_truths_are_read_as_lists_of_golds(tmp_path: Path) ->
     assert written[0]["gts"] == {"target": "['Paris' 'paris city']"}
     assert "\n" in written[2]["gts"]["target"]
 
-    result = run_cli(
+    result = run_cli_here(
         "score", source, "-o", tmp_path / "o.jsonl", *NQ, "--summary-json", tmp_path / "s"
     )
     assert result.returncode == 0, result.stderr
@@ -744,7 +744,7 @@ def test_a_shortened_numpy_array_cannot_be_restored(tmp_path: Path) -> None:
     source.write_text(verl_dump_line(good) + "\n" + verl_dump_line(shortened) + "\n")
     assert "..." in json.loads(source.read_text().splitlines()[1])["gts"]["target"]
 
-    failed = run_cli("score", source, "-o", tmp_path / "o.jsonl", *NQ)
+    failed = run_cli_here("score", source, "-o", tmp_path / "o.jsonl", *NQ)
     assert failed.returncode == 1
     assert failed.stderr.startswith(
         f"reward-plugins: error: {source}: line 2: invalid ground truth: \"['g0' 'g1' "
@@ -752,7 +752,7 @@ def test_a_shortened_numpy_array_cannot_be_restored(tmp_path: Path) -> None:
     assert "its golds cannot be restored" in failed.stderr
     assert sorted(os.listdir(tmp_path)) == ["1.jsonl"]
 
-    skipped = run_cli("score", source, "-o", tmp_path / "o.jsonl", *NQ, "--on-error", "skip")
+    skipped = run_cli_here("score", source, "-o", tmp_path / "o.jsonl", *NQ, "--on-error", "skip")
     assert skipped.returncode == 0, skipped.stderr
     (failure,) = read_jsonl(tmp_path / "o.jsonl.failures.jsonl")
     assert (failure["line"], failure["reason"]) == (2, "invalid ground truth")
@@ -767,7 +767,7 @@ def test_summary_json_has_a_series_per_step(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     write_verl_run(run_dir, {10: 7, 2: 5, 1: 6}, seed=18)
     out = tmp_path / "out"
-    result = run_cli("score", run_dir, "-o", out, *NQ, "--summary-json", tmp_path / "s.json")
+    result = run_cli_here("score", run_dir, "-o", out, *NQ, "--summary-json", tmp_path / "s.json")
     assert result.returncode == 0, result.stderr
     assert "\n3 steps (per-step series in --summary-json)\n" in result.stdout
     summary = summary_of(tmp_path / "s.json")
@@ -834,7 +834,7 @@ def test_a_directory_run_of_parquet_files_keeps_each_files_columns(
     rows = {"1.parquet": [PARQUET_FIRST], "2.parquet": [second]}
     for name, table_rows in rows.items():
         pq.write_table(pa.Table.from_pylist(table_rows), run_dir / name)
-    result = run_cli("score", run_dir, "-o", tmp_path / "out", *NQ)
+    result = run_cli_here("score", run_dir, "-o", tmp_path / "out", *NQ)
     assert result.returncode == 0, result.stderr
     for name, table_rows in rows.items():
         table = pq.read_table(tmp_path / "out" / name)
@@ -848,12 +848,12 @@ def test_an_empty_input_gives_an_empty_output(tmp_path: Path, layout: str) -> No
     run_dir.mkdir()
     (run_dir / "1.jsonl").write_bytes(b"")
     if layout == "one empty file":
-        result = run_cli("score", run_dir / "1.jsonl", "-o", tmp_path / "o.jsonl", *NQ)
+        result = run_cli_here("score", run_dir / "1.jsonl", "-o", tmp_path / "o.jsonl", *NQ)
         assert result.returncode == 0, result.stderr
         assert (tmp_path / "o.jsonl").read_bytes() == b""
         return
     steps = write_verl_run(run_dir, {2: 3}, seed=19)
-    result = run_cli("score", run_dir, "-o", tmp_path / "out", *NQ)
+    result = run_cli_here("score", run_dir, "-o", tmp_path / "out", *NQ)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "1.jsonl").read_bytes() == b""
     assert_scored(read_jsonl(tmp_path / "out" / "2.jsonl"), steps[2])
@@ -863,7 +863,7 @@ def test_an_empty_later_file_of_a_run_gives_an_empty_output(tmp_path: Path) -> N
     run_dir = tmp_path / "run"
     steps = write_verl_run(run_dir, {1: 3}, seed=20)
     (run_dir / "2.jsonl").write_bytes(b"")
-    result = run_cli("score", run_dir, "-o", tmp_path / "out", *NQ)
+    result = run_cli_here("score", run_dir, "-o", tmp_path / "out", *NQ)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "2.jsonl").read_bytes() == b""
     assert_scored(read_jsonl(tmp_path / "out" / "1.jsonl"), steps[1])

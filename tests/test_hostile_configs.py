@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_cli_helpers import one_line_error, run_cli
+from test_cli_helpers import one_line_error, run_cli_here
 from test_config_reader import alias_bomb
 
 from reward_plugins import InvalidOption, compute_score
@@ -236,7 +236,7 @@ def test_a_non_string_description(tmp_path: Path) -> None:
 
 
 def test_cli_huge_set_value_is_one_line() -> None:
-    result = run_cli("score", "--demo", "--set", f"format_score={'9' * 400}", "-q")
+    result = run_cli_here("score", "--demo", "--set", f"format_score={'9' * 400}", "-q")
     assert result.returncode == 2
     assert one_line_error(result) == (
         "--set: compute_score: option 'format_score' must be a finite number in "
@@ -245,7 +245,7 @@ def test_cli_huge_set_value_is_one_line() -> None:
 
 
 def test_cli_deep_set_value_is_one_line() -> None:
-    result = run_cli("score", "--demo", "--set", "format_score=" + "[" * 5000, "-q")
+    result = run_cli_here("score", "--demo", "--set", "format_score=" + "[" * 5000, "-q")
     assert result.returncode == 2
     assert (
         "argument --set: format_score: line 1, column 65: nested deeper than the limit of 64 levels"
@@ -256,20 +256,20 @@ def test_cli_deep_set_value_is_one_line() -> None:
 def test_cli_recipe_errors_say_recipe(tmp_path: Path) -> None:
     directory = tmp_path / "dir.yaml"
     directory.mkdir()
-    result = run_cli("score", "--demo", "--recipe", directory, "-q")
+    result = run_cli_here("score", "--demo", "--recipe", directory, "-q")
     assert result.returncode == 2
     message = one_line_error(result)
     assert message.startswith("score: --recipe: ")
     assert "--set" not in message
     assert "dir.yaml: is a directory" in message
-    result = run_cli("score", "--demo", "--recipe", "r" * 100_000, "-q")
+    result = run_cli_here("score", "--demo", "--recipe", "r" * 100_000, "-q")
     assert result.returncode == 2
     assert "(100000 characters)" in one_line_error(result)
     loop = write(
         tmp_path / "loop.yaml",
         "components: &c [{scorer: compute_score_composed, weight: 1, components: *c}]\n",
     )
-    result = run_cli("score", "--demo", "--recipe", loop, "-q")
+    result = run_cli_here("score", "--demo", "--recipe", loop, "-q")
     assert result.returncode == 2
     assert one_line_error(result) == (
         f"score: --recipe: recipe {loop}: line 1, column 73: the alias *c refers to a collection "

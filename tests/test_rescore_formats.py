@@ -17,7 +17,7 @@ import pytest
 from test_cli_helpers import (
     TEMP_SUFFIX,
     dump_rows,
-    run_cli,
+    run_cli_here,
     run_cli_with_script,
     temporaries,
     write_jsonl,
@@ -153,6 +153,6 @@ def test_the_next_run_removes_the_temporaries_of_every_writer(tmp_path: Path, wr
     assert any(Path(path).name.startswith(f".{name}.") for path in left), left
     assert all(path.endswith(TEMP_SUFFIX) for path in left)
 
-    again = run_cli(*command, cwd=tmp_path)
+    again = run_cli_here(*command, cwd=tmp_path)
     assert (again.returncode, again.stderr) == (0, "")
     assert temporaries(tmp_path) == []

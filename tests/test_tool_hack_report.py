@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_helpers import run_cli
+from test_cli_helpers import run_cli_here
 from trajectories import Instance, hack_and_twin, honest, make_instance
 
 from reward_plugins import compute_score_composed
@@ -214,7 +214,7 @@ def reported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The run, scored (``--summary-json``) and reported through the CLI."""
     root = tmp_path_factory.mktemp("hack_run")
     run = build_run(root / "rollouts")
-    scored = run_cli(
+    scored = run_cli_here(
         "score",
         root / "rollouts",
         "-o",
@@ -229,7 +229,7 @@ def reported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     assert scored.returncode == 0, scored.stderr
     page_path = root / "report.html"
-    report = run_cli(
+    report = run_cli_here(
         "report",
         root / "rollouts",
         "-o",
