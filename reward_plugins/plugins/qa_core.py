@@ -56,6 +56,14 @@ DEFAULT_SPAM_FACTOR = 0.25
 """verl's penalty factor on a spammed match (it divides by 4)."""
 
 
+NormalizerName = Annotated[str, "the text normalizer (reward_plugins.text)"]
+WordBoundary = Annotated[bool, "SubEM matches whole words only"]
+MaxAnswerWords = Annotated[NonNegativeInt | None, "a longer answer never matches (None: no limit)"]
+RejectEmptyGold = Annotated[bool, "a gold that normalizes to '' matches nothing"]
+"""The options of how an answer is compared with the golds, declared once for every QA-style
+scorer's options (:class:`QAOptions`, Search-R1's format scorer)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class QAOptions:
     """The QA options, shared by every QA-style scorer; their defaults are verl's."""
@@ -67,12 +75,10 @@ class QAOptions:
     ] = DEFAULT_MAX_ANSWER_TAGS
     spam_factor: Annotated[Factor, "multiplies a spammed match's reward"] = DEFAULT_SPAM_FACTOR
     extract: Annotated[ExtractMode, "which answer span is read"] = "last"
-    normalizer: Annotated[str, "the text normalizer (reward_plugins.text)"] = "squad"
-    subem_word_boundary: Annotated[bool, "SubEM matches whole words only"] = False
-    max_answer_words: Annotated[
-        NonNegativeInt | None, "a longer answer never matches (None: no limit)"
-    ] = None
-    reject_empty_gold: Annotated[bool, "a gold that normalizes to '' matches nothing"] = False
+    normalizer: NormalizerName = "squad"
+    subem_word_boundary: WordBoundary = False
+    max_answer_words: MaxAnswerWords = None
+    reject_empty_gold: RejectEmptyGold = False
 
 
 _QA = QAOptions()

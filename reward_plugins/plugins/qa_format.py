@@ -12,8 +12,15 @@ from typing import Annotated, Any
 from reward_plugins.extract import find_tag_spans, scan_tags
 from reward_plugins.groundtruth import Golds
 from reward_plugins.metrics.qa import compare
-from reward_plugins.options import NonNegativeInt, Score
-from reward_plugins.plugins.qa_core import QAOutcome, retrieval_hit
+from reward_plugins.options import Score
+from reward_plugins.plugins.qa_core import (
+    MaxAnswerWords,
+    NormalizerName,
+    QAOutcome,
+    RejectEmptyGold,
+    WordBoundary,
+    retrieval_hit,
+)
 from reward_plugins.plugins.trajectory import DEFAULT_END_MARKERS, TrajectoryTags, format_error
 
 
@@ -32,12 +39,10 @@ class FormatOptions:
     search_tag: Annotated[str, "the search-query tag"] = "search"
     information_tag: Annotated[str, "the retrieved-information tag"] = "information"
     answer_tag: Annotated[str, "the answer tag"] = "answer"
-    normalizer: Annotated[str, "the text normalizer (reward_plugins.text)"] = "squad"
-    subem_word_boundary: Annotated[bool, "SubEM matches whole words only"] = False
-    max_answer_words: Annotated[
-        NonNegativeInt | None, "a longer answer never matches (None: no limit)"
-    ] = None
-    reject_empty_gold: Annotated[bool, "a gold that normalizes to '' matches nothing"] = False
+    normalizer: NormalizerName = "squad"
+    subem_word_boundary: WordBoundary = False
+    max_answer_words: MaxAnswerWords = None
+    reject_empty_gold: RejectEmptyGold = False
 
 
 _FORMAT = FormatOptions()
