@@ -84,3 +84,12 @@ def test_a_moved_module_forwards_its_names_with_a_warning(old: str, new: str, na
         warnings.simplefilter("error")
         stub.nothing  # noqa: B018
     assert sys.modules[old] is stub
+
+
+def test_a_module_that_lost_one_name_forwards_just_that_name() -> None:
+    from reward_plugins.metrics import qa, squad_v2
+
+    with pytest.warns(DeprecationWarning, match=r"qa\.squad_v2_scores moved to"):
+        assert qa.squad_v2_scores is squad_v2.squad_v2_scores
+    with pytest.raises(AttributeError, match="no attribute 'Rouge1'"):
+        qa.Rouge1  # noqa: B018  (a name of another module is not forwarded)

@@ -37,6 +37,7 @@ from collections import Counter
 from typing import Annotated, Any, NamedTuple
 
 from reward_plugins import cache
+from reward_plugins.deprecation import forward_to
 from reward_plugins.errors import InvalidGroundTruth
 from reward_plugins.metrics.base import (
     DEFAULT_NORMALIZER,
@@ -519,19 +520,8 @@ def accuracy(prediction: str, targets: Targets) -> float:
     return Accuracy()(prediction, targets)
 
 
-def __getattr__(name: str) -> Any:
-    """``squad_v2_scores``, moved to :mod:`reward_plugins.metrics.squad_v2` (deprecated here)."""
-    if name == "squad_v2_scores":
-        import importlib
-        import warnings
-
-        # looked up when asked for, not imported: squad_v2 builds on this module
-        squad_v2 = importlib.import_module("reward_plugins.metrics.squad_v2")
-        warnings.warn(
-            "reward_plugins.metrics.qa.squad_v2_scores moved to "
-            "reward_plugins.metrics.squad_v2 (also reward_plugins.metrics.squad_v2_scores)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return squad_v2.squad_v2_scores
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = forward_to(
+    "reward_plugins.metrics.qa", "reward_plugins.metrics.squad_v2", frozenset({"squad_v2_scores"})
+)
+"""``squad_v2_scores`` moved to :mod:`reward_plugins.metrics.squad_v2`; this name forwards to it,
+with a warning, for one release."""

@@ -203,8 +203,9 @@ class ScorerPool:
         self._thread.start()
 
     def close(self) -> None:
-        """Stop the workers (killing any still scoring after :data:`STOP_GRACE` s) and fail the
-        calls still waiting with :class:`PoolError`; no worker process outlives this call."""
+        """Stop the workers (killing any still scoring after
+        :data:`~reward_plugins.runtime.pool_worker.STOP_GRACE` s) and fail the calls still waiting
+        with :class:`PoolError`; no worker process outlives this call."""
         if self._closed:
             return
         self._closed = True
